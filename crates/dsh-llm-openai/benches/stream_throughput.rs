@@ -1,0 +1,2 @@
+//! Throughput of the streaming pipeline (work in progress).
+fn main() {}

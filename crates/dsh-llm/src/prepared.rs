@@ -1,0 +1,67 @@
+//! A call whose configuration is frozen and whose adapter is pinned.
+
+use std::sync::Arc;
+
+use dsh_session::{FailureCode, LlmFailure};
+
+use crate::adapter::{Adapter, LlmStream};
+use crate::config::{AdapterDefaults, GenerateOptions, LlmCallConfig};
+use crate::normalize::terminal_failure;
+use crate::retry::RetryPolicy;
+use crate::runtime::{Registry, single};
+
+/// The result of [`crate::Llm::prepare_call`]: the exact configuration that will be sent
+/// (log it in `request/header`), which fields came from the adapter, the route's retry policy
+/// and the model's context window.
+///
+/// It holds the very adapter instance that resolved the model, so a route re-registered in
+/// between cannot receive a request prepared for another adapter. Streaming consumes it.
+pub struct PreparedCall {
+    /// The frozen configuration, defaults materialized.
+    pub config: LlmCallConfig,
+    /// Which fields of `config` the adapter supplied.
+    pub adapter_defaults: AdapterDefaults,
+    /// The retry policy captured for the route when its adapter registered.
+    pub retry_policy: Option<RetryPolicy>,
+    /// The model's context window, when known.
+    pub context_window: Option<u64>,
+    pub(crate) adapter: Arc<dyn Adapter>,
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl std::fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCall")
+            .field("config", &self.config)
+            .field("adapter_defaults", &self.adapter_defaults)
+            .field("retry_policy", &self.retry_policy)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PreparedCall {
+    /// Streams the request with the pinned adapter.
+    ///
+    /// `options.config` must equal the prepared config (the log says what was sent, so a
+    /// changed config would make it lie); otherwise the stream is a single terminal
+    /// `finish{error: INVALID_PREPARED_CALL}` and no request is made.
+    pub fn stream(self, options: GenerateOptions) -> LlmStream {
+        if options.config != self.config {
+            let failure = LlmFailure::new(
+                FailureCode::InvalidPreparedCall,
+                format!(
+                    "the request config differs from the prepared one (prepared {}, got {})",
+                    describe(&self.config),
+                    describe(&options.config)
+                ),
+            );
+            return single(terminal_failure(failure, &options.cancel));
+        }
+        self.registry.dispatch(&self.adapter, options)
+    }
+}
+
+fn describe(config: &LlmCallConfig) -> String {
+    serde_json::to_string(config).unwrap_or_else(|_| format!("{config:?}"))
+}

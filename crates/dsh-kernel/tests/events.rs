@@ -1,5 +1,7 @@
 //! Event dispatch invariants (INV-EVT, INV-SCOPE-3).
 
+#![allow(clippy::unwrap_used)] // Integration tests: a panic is the failure report.
+
 use std::sync::Arc;
 
 use dsh_kernel::{BoxError, Context, Next, Notification, Parallel, ScopeTag, Serial, Waterfall};

@@ -1,5 +1,7 @@
 //! Scope, service and plugin lifecycle invariants (INV-SCOPE-1, INV-SCOPE-2).
 
+#![allow(clippy::unwrap_used)] // Integration tests: a panic is the failure report.
+
 use std::sync::Arc;
 
 use dsh_kernel::{BoxError, Context, KernelError, Notification, Plugin, ScopeTag, ScopedRegistry};

@@ -1,14 +1,47 @@
 //! The durable session log of dsh.
 //!
 //! The session log is the truth: everything the model sees is derived from durable events
-//! recorded here. This crate holds the identifiers, messages and stream vocabulary that the
-//! log records, the event vocabulary itself, the in-memory [`Session`], the [`SessionStore`]
-//! and the persistence seam.
+//! recorded here.
+//!
+//! - Vocabulary: ids ([`SessionId`], [`MessageId`], [`CallId`]), [`Message`]s and
+//!   [`ContentBlock`]s, the model stream ([`StreamChunk`], [`FinishReason`], [`TokenUsage`],
+//!   [`LlmFailure`]) and the durable events ([`SessionEvent`], [`EventKind`]).
+//! - [`Session`]: an append-only log with lossless-JSON validation before the log changes,
+//!   surface operations, synchronous ordered publication and incremental derived history.
+//! - [`SessionStore`]: prepare / enter / announce / detach, bound to the exact entry, with the
+//!   `session/created`, `session/disposed`, `session/event` and `session/flush` events.
+//! - [`fork_seed`], [`interrupted_turn_closers`] and [`check_balanced`].
 
+pub mod error;
+pub mod event;
+pub mod fork;
+pub mod header;
 pub mod ids;
+pub mod lossless;
 pub mod message;
+pub mod relations;
+pub mod repair;
+mod session;
+pub mod store;
 pub mod stream;
+mod surface;
 
+pub use error::SessionError;
+pub use event::{
+    AssistantChunk, AssistantMessage, CancelCause, EventKind, HeaderReason, InboxSplice,
+    InboxTarget, RequestContext, RequestHeader, RequestHeaderEvent, SessionEvent, SpliceOutcome,
+    StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd, TurnEndReason,
+    TurnStart,
+};
+pub use fork::fork_seed;
+pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
 pub use message::{ContentBlock, ImageRef, Message, MessageSource, Role};
+pub use relations::{check_relation, relational_validator};
+pub use repair::{check_balanced, interrupted_turn_closers};
+pub use session::{EventDraft, Session, Validator};
+pub use store::{
+    SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,
+    SessionFlush, SessionStore,
+};
 pub use stream::{BlockType, FailureCode, FinishReason, LlmFailure, StreamChunk, TokenUsage};

@@ -297,7 +297,10 @@ mod tests {
             let code: FailureCode = serde_json::from_value(json!(wire)).unwrap();
             assert_eq!(serde_json::to_value(&code).unwrap(), json!(wire));
         }
-        assert_eq!("HTTP_418".parse::<FailureCode>().unwrap(), FailureCode::Http(418));
+        assert_eq!(
+            "HTTP_418".parse::<FailureCode>().unwrap(),
+            FailureCode::Http(418)
+        );
     }
 
     #[test]

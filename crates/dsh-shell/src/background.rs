@@ -1,0 +1,135 @@
+//! The executor's record of one background task.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::capture::StreamTail;
+use crate::process::ExitInfo;
+use crate::stop::{StopCause, StopLatch};
+use crate::task::{TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};
+
+/// A background task as the executor keeps it: identity, owner token, output and read cursors.
+///
+/// The owner lives here, in the executor, rather than in the bash tools, so ownership survives
+/// an unload and remount of the tools plugin (seed decision 3).
+#[derive(Debug)]
+pub(crate) struct BackgroundTask {
+    pub id: TaskId,
+    pub command: String,
+    pub owner: Option<String>,
+    pub stop: StopLatch,
+    stdout: Arc<StreamTail>,
+    stderr: Arc<StreamTail>,
+    progress: Mutex<Progress>,
+}
+
+#[derive(Debug)]
+struct Progress {
+    status: TaskStatus,
+    stdout_cursor: u64,
+    stderr_cursor: u64,
+}
+
+impl BackgroundTask {
+    pub(crate) fn new(
+        id: TaskId,
+        command: String,
+        owner: Option<String>,
+        stdout: Arc<StreamTail>,
+        stderr: Arc<StreamTail>,
+    ) -> Self {
+        Self {
+            id,
+            command,
+            owner,
+            stop: StopLatch::default(),
+            stdout,
+            stderr,
+            progress: Mutex::new(Progress {
+                status: TaskStatus::Running,
+                stdout_cursor: 0,
+                stderr_cursor: 0,
+            }),
+        }
+    }
+
+    pub(crate) fn info(&self) -> TaskInfo {
+        TaskInfo {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            status: self.progress.lock().status.clone(),
+        }
+    }
+
+    /// The consuming read.
+    ///
+    /// The status is taken first: it turns terminal only after the output is fully drained, so a
+    /// read that reports a terminal status has delivered everything.
+    pub(crate) fn read(&self) -> TaskOutput {
+        let mut progress = self.progress.lock();
+        let status = progress.status.clone();
+        let out = self.stdout.read_from(progress.stdout_cursor);
+        let err = self.stderr.read_from(progress.stderr_cursor);
+        progress.stdout_cursor = out.next;
+        progress.stderr_cursor = err.next;
+        TaskOutput {
+            delta: render_delta(&out.text, &err.text),
+            status,
+            lossy: out.lossy || err.lossy,
+            stdout_spill: out.spill,
+            stderr_spill: err.spill,
+        }
+    }
+
+    /// Records the end of the task (once its output is drained) and returns the final status.
+    pub(crate) fn finish(&self, exit: &ExitInfo) -> TaskStatus {
+        let status = final_status(exit, self.stop.finish());
+        self.progress.lock().status = status.clone();
+        status
+    }
+}
+
+/// Any signal death, and any stop we caused, is `Killed`: a task stopped on request that then
+/// exited 0 from a SIGTERM trap did not "complete".
+fn final_status(exit: &ExitInfo, cause: Option<StopCause>) -> TaskStatus {
+    match (exit, cause) {
+        (ExitInfo::Signal(signal), _) => TaskStatus::Killed {
+            signal: Some(signal.clone()),
+        },
+        (ExitInfo::Code(code), None) => TaskStatus::Completed { exit_code: *code },
+        (ExitInfo::Code(_), Some(_)) | (ExitInfo::Unknown, _) => {
+            TaskStatus::Killed { signal: None }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopped_task_is_killed_even_when_it_exits_cleanly() {
+        let status = final_status(&ExitInfo::Code(0), Some(StopCause::Killed));
+        assert_eq!(status, TaskStatus::Killed { signal: None });
+    }
+
+    #[test]
+    fn self_signal_is_killed_with_its_signal() {
+        let status = final_status(&ExitInfo::Signal("SIGTERM".into()), None);
+        assert_eq!(
+            status,
+            TaskStatus::Killed {
+                signal: Some("SIGTERM".into())
+            }
+        );
+    }
+
+    #[test]
+    fn natural_exit_is_completed_with_its_code() {
+        assert_eq!(
+            final_status(&ExitInfo::Code(3), None),
+            TaskStatus::Completed { exit_code: 3 }
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! The local provider: real `bash -c` processes on this machine.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::background::BackgroundTask;
+use crate::config::ShellConfig;
+use crate::driver::run_to_end;
+use crate::env::child_env;
+use crate::error::ShellError;
+use crate::executor::ShellExecutor;
+use crate::process::{CommandProcess, ExitInfo, Launch, OutputLimits};
+use crate::result::ShellRunResult;
+use crate::spec::{ShellExecRequest, ShellExecSpec, resolve_request};
+use crate::spill::SpillDir;
+use crate::stop::{StopCause, StopLatch};
+use crate::task::{TaskDone, TaskId, TaskInfo, TaskOutput};
+
+/// How many completion notices a slow subscriber may fall behind before it loses some.
+const NOTICE_CAPACITY: usize = 256;
+
+/// [`ShellExecutor`] running real `bash -c` processes, each in its own supervised process group.
+///
+/// - Each command runs in a process group led by a supervisor (crate docs, "Nothing outlives
+///   dsh"): no process of a command survives the process holding the executor, even a `kill -9`
+///   of it.
+/// - Every command's group is killed and reaped before its result (or its `TaskDone`) is
+///   delivered; leftovers in the group are SIGKILLed when `bash` ends.
+/// - Dropping the executor without [`dispose`](ShellExecutor::dispose) still stops every
+///   command (through the kill ladder, while the runtime runs; through the supervisors otherwise),
+///   but only `dispose` waits for them. Dropping it also removes its spill directory.
+/// - Finished background tasks are kept, with their output tails, for the executor's life so
+///   their output stays readable.
+#[derive(Debug)]
+pub struct LocalShellExecutor {
+    config: ShellConfig,
+    state: Mutex<State>,
+    /// Every command driver, foreground and background, so `dispose` can wait for all of them.
+    drivers: TaskTracker,
+    notices: broadcast::Sender<TaskDone>,
+    spill_dir: Arc<SpillDir>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    disposed: bool,
+    /// Background tasks started so far, oldest first; `bash-<n>` is at index `n - 1`.
+    tasks: Vec<Arc<BackgroundTask>>,
+    /// Stop latches of foreground runs in flight, for `dispose`.
+    foreground: HashMap<u64, Arc<StopLatch>>,
+    next_foreground: u64,
+}
+
+impl LocalShellExecutor {
+    /// Builds an executor; fails if `config` does not [`validate`](ShellConfig::validate).
+    /// Needs no runtime until the first command.
+    pub fn new(config: ShellConfig) -> Result<Self, ShellError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            state: Mutex::default(),
+            drivers: TaskTracker::new(),
+            notices: broadcast::channel(NOTICE_CAPACITY).0,
+            spill_dir: Arc::default(),
+        })
+    }
+
+    /// The settings this executor was built with.
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+
+    fn task(&self, id: &TaskId) -> Option<Arc<BackgroundTask>> {
+        self.state
+            .lock()
+            .tasks
+            .iter()
+            .find(|task| task.id == *id)
+            .cloned()
+    }
+
+    /// Spawns the command while the caller holds the state lock, so a concurrent `dispose`
+    /// either sees the command or has already refused it.
+    fn spawn(&self, state: &State, spec: &ShellExecSpec) -> Result<CommandProcess, ShellError> {
+        if state.disposed {
+            return Err(ShellError::Disposed);
+        }
+        let env = child_env(std::env::vars_os(), &spec.env);
+        let launch = Launch {
+            command: &spec.command,
+            workdir: &spec.workdir,
+            env: &env,
+        };
+        let limits = OutputLimits {
+            max_output_bytes: self.config.max_output_bytes,
+            max_spill_bytes: self.config.max_spill_bytes,
+            spill_dir: self.spill_dir.clone(),
+        };
+        CommandProcess::spawn(&launch, &limits)
+    }
+
+    /// Stops every command and marks the executor disposed; shared by `dispose` and `Drop`.
+    fn stop_all(&self) {
+        let mut state = self.state.lock();
+        state.disposed = true;
+        for task in &state.tasks {
+            task.stop.request(StopCause::Disposed);
+        }
+        for stop in state.foreground.values() {
+            stop.request(StopCause::Disposed);
+        }
+    }
+}
+
+/// The checks that need no lock and start nothing: a cancelled token and an unusable workdir
+/// are the caller's problem, reported before any process exists.
+fn preflight(spec: &ShellExecSpec) -> Result<(), ShellError> {
+    if spec
+        .cancel
+        .as_ref()
+        .is_some_and(CancellationToken::is_cancelled)
+    {
+        return Err(ShellError::Cancelled);
+    }
+    match std::fs::metadata(&spec.workdir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ShellError::BadWorkdir {
+            path: spec.workdir.clone(),
+            source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+        }),
+        Err(source) => Err(ShellError::BadWorkdir {
+            path: spec.workdir.clone(),
+            source,
+        }),
+    }
+}
+
+#[async_trait]
+impl ShellExecutor for LocalShellExecutor {
+    fn resolve(&self, req: ShellExecRequest) -> Result<ShellExecSpec, ShellError> {
+        resolve_request(&self.config, req)
+    }
+
+    async fn run(&self, spec: ShellExecSpec) -> Result<ShellRunResult, ShellError> {
+        if spec.timeout.is_zero() {
+            return Err(ShellError::ZeroTimeout);
+        }
+        preflight(&spec)?;
+        let stop = Arc::new(StopLatch::default());
+        let (key, driver) = {
+            let mut state = self.state.lock();
+            let process = self.spawn(&state, &spec)?;
+            let key = state.next_foreground;
+            state.next_foreground += 1;
+            state.foreground.insert(key, stop.clone());
+            let driver = self.drivers.spawn(drive_foreground(
+                process,
+                stop.clone(),
+                spec.cancel,
+                spec.timeout,
+                self.config.grace,
+            ));
+            (key, driver)
+        };
+        let mut guard = ForegroundGuard {
+            state: &self.state,
+            key,
+            stop: &stop,
+            settled: false,
+        };
+        let outcome = driver.await;
+        guard.settled = true;
+        drop(guard);
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // The runtime is shutting down and dropped the driver; the supervisor kills the group.
+            Err(_) => Err(ShellError::Disposed),
+        }
+    }
+
+    async fn start(&self, spec: ShellExecSpec) -> Result<TaskId, ShellError> {
+        preflight(&spec)?;
+        let mut state = self.state.lock();
+        let process = self.spawn(&state, &spec)?;
+        let id = TaskId::new(format!("bash-{}", state.tasks.len() + 1));
+        let task = Arc::new(BackgroundTask::new(
+            id.clone(),
+            spec.command,
+            spec.owner,
+            process.stdout.clone(),
+            process.stderr.clone(),
+        ));
+        state.tasks.push(task.clone());
+        self.drivers.spawn(drive_background(
+            task,
+            process,
+            spec.cancel,
+            self.config.grace,
+            self.notices.clone(),
+        ));
+        Ok(id)
+    }
+
+    fn read_output(&self, id: &TaskId) -> Result<TaskOutput, ShellError> {
+        let task = self
+            .task(id)
+            .ok_or_else(|| ShellError::UnknownTask(id.clone()))?;
+        Ok(task.read())
+    }
+
+    fn kill(&self, id: &TaskId) -> Result<bool, ShellError> {
+        let task = self
+            .task(id)
+            .ok_or_else(|| ShellError::UnknownTask(id.clone()))?;
+        Ok(task.stop.request(StopCause::Killed))
+    }
+
+    fn list(&self) -> Vec<TaskInfo> {
+        let tasks = self.state.lock().tasks.clone();
+        tasks.iter().map(|task| task.info()).collect()
+    }
+
+    fn owner_of(&self, id: &TaskId) -> Option<String> {
+        self.task(id)?.owner.clone()
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<TaskDone> {
+        self.notices.subscribe()
+    }
+
+    async fn dispose(&self) {
+        self.stop_all();
+        self.drivers.close();
+        self.drivers.wait().await;
+    }
+}
+
+impl Drop for LocalShellExecutor {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// Unregisters a foreground run, and stops its command if the `run` future was dropped before
+/// the result arrived (a caller that gives up must not leave the command running).
+struct ForegroundGuard<'a> {
+    state: &'a Mutex<State>,
+    key: u64,
+    stop: &'a StopLatch,
+    settled: bool,
+}
+
+impl Drop for ForegroundGuard<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.stop.request(StopCause::Cancelled);
+        }
+        self.state.lock().foreground.remove(&self.key);
+    }
+}
+
+async fn drive_foreground(
+    process: CommandProcess,
+    stop: Arc<StopLatch>,
+    cancel: Option<CancellationToken>,
+    timeout: std::time::Duration,
+    grace: std::time::Duration,
+) -> ShellRunResult {
+    let (stdout, stderr) = (process.stdout.clone(), process.stderr.clone());
+    let exit = run_to_end(process, &stop, cancel.as_ref(), Some(timeout), grace).await;
+    let cause = stop.finish();
+    let (exit_code, signal) = match exit {
+        ExitInfo::Code(code) => (Some(code), None),
+        ExitInfo::Signal(signal) => (None, Some(signal)),
+        ExitInfo::Unknown => (None, None),
+    };
+    ShellRunResult {
+        exit_code,
+        signal,
+        timed_out: cause == Some(StopCause::Timeout),
+        aborted: cause.is_some_and(|cause| cause != StopCause::Timeout),
+        timeout,
+        stdout: stdout.snapshot(),
+        stderr: stderr.snapshot(),
+    }
+}
+
+async fn drive_background(
+    task: Arc<BackgroundTask>,
+    process: CommandProcess,
+    cancel: Option<CancellationToken>,
+    grace: std::time::Duration,
+    notices: broadcast::Sender<TaskDone>,
+) {
+    let exit = run_to_end(process, &task.stop, cancel.as_ref(), None, grace).await;
+    let status = task.finish(&exit);
+    // No subscriber is fine: the status stays readable through `read_output` and `list`.
+    let _ = notices.send(TaskDone {
+        id: task.id.clone(),
+        status,
+        owner: task.owner.clone(),
+    });
+}

@@ -32,6 +32,6 @@ pub use retry::{Backoff, RetryDecision, RetryPolicy};
 pub use runtime::{AdapterRegistration, Llm};
 
 pub use dsh_session::{
-    BlockType, CallId, ContentBlock, FailureCode, FinishReason, LlmFailure, Message, MessageId,
-    MessageSource, Role, SessionId, StreamChunk, TokenUsage,
+    BlockType, CallId, ContentBlock, FailureCode, FinishReason, ImageRef, LlmFailure, Message,
+    MessageId, MessageSource, Role, SessionId, StreamChunk, TokenUsage,
 };

@@ -1,0 +1,400 @@
+//! The adapter: one HTTP request per `stream` call, read incrementally.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use dsh_llm::retry::RetryPolicy;
+use dsh_llm::{
+    Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
+    LlmFailure, ModelInfo, StreamChunk, USER_AGENT,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::OpenAiAdapterConfig;
+use crate::http_error::failure_from_response;
+use crate::request::build_body;
+use crate::secret::Secret;
+use crate::sse::{SseEvent, SseParser};
+use crate::translate::{Progress, Translator};
+
+/// An OpenAI-compatible chat-completions adapter for one route.
+///
+/// Each `stream` call makes exactly one `POST {base_url}/chat/completions` with
+/// `stream: true` and reads the SSE body incrementally. Every read, the response head
+/// included, is bounded by the idle timeout (`TIMEOUT`); cancelling the options' token ends
+/// the stream with `ABORTED` and drops the connection at once. The API key is sent only in
+/// the `authorization` header and is redacted from every failure message.
+#[derive(Clone)]
+pub struct OpenAiAdapter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OpenAiAdapterConfig,
+    endpoint: String,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiAdapter")
+            .field("route", &self.inner.config.route)
+            .field("endpoint", &self.inner.endpoint)
+            .field("api_key", &self.inner.config.api_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiAdapter {
+    /// An adapter for `config`. Fails when the base URL is not an absolute http(s) URL or the
+    /// HTTP client cannot be built.
+    pub fn new(config: OpenAiAdapterConfig) -> Result<Self, LlmError> {
+        let base = config.base_url.trim().trim_end_matches('/');
+        let url = reqwest::Url::parse(base).map_err(|e| {
+            LlmError::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "the base URL `{base}` of route `{}` is invalid: {e}",
+                    config.route
+                ),
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || !url.username().is_empty() {
+            return Err(LlmError::new(
+                FailureCode::InvalidRequest,
+                format!(
+                    "the base URL of route `{}` must be an http(s) URL without credentials",
+                    config.route
+                ),
+            ));
+        }
+        let endpoint = format!("{base}/chat/completions");
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| {
+                LlmError::new(
+                    FailureCode::Transport,
+                    format!("the HTTP client could not be built: {e}"),
+                )
+            })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                endpoint,
+                client,
+            }),
+        })
+    }
+
+    /// The DeepSeek route configured from the environment (`DEEPSEEK_BASE_URL`,
+    /// `DEEPSEEK_API_KEY`).
+    pub fn deepseek_from_env() -> Result<Self, LlmError> {
+        Self::new(OpenAiAdapterConfig::deepseek_from_env())
+    }
+
+    /// The route name this adapter serves.
+    pub fn route(&self) -> &str {
+        &self.inner.config.route
+    }
+
+    /// The full chat-completions URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiAdapterConfig {
+        &self.inner.config
+    }
+
+    /// Registers this adapter with `llm` under its route.
+    pub fn register(&self, llm: &Llm) -> Result<AdapterRegistration, LlmError> {
+        llm.register_adapter(&[self.route()], Arc::new(self.clone()))
+    }
+}
+
+#[async_trait]
+impl Adapter for OpenAiAdapter {
+    fn retry_policy(&self, _provider: &str) -> Option<RetryPolicy> {
+        self.inner.config.retry_policy.clone()
+    }
+
+    fn list_models(&self, _provider: &str) -> Vec<ModelInfo> {
+        let config = &self.inner.config;
+        config
+            .models
+            .iter()
+            .map(|m| config.model_info(&m.id))
+            .collect()
+    }
+
+    async fn resolve_model(
+        &self,
+        _provider: &str,
+        model: &str,
+        _cancel: &CancellationToken,
+    ) -> Result<ModelInfo, LlmFailure> {
+        Ok(self.inner.config.model_info(model))
+    }
+
+    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+        let start = State::Start(self.inner.clone(), Box::new(options));
+        futures::stream::unfold(start, State::advance).boxed()
+    }
+}
+
+type Item = Result<StreamChunk, LlmFailure>;
+
+enum State {
+    Start(Arc<Inner>, Box<GenerateOptions>),
+    Streaming(Box<Running>),
+    Done,
+}
+
+impl State {
+    async fn advance(self) -> Option<(Item, State)> {
+        match self {
+            State::Done => None,
+            State::Start(inner, options) => match inner.open(*options).await {
+                Ok(running) => running.next_item().await,
+                Err(failure) => Some((Err(failure), State::Done)),
+            },
+            State::Streaming(running) => running.next_item().await,
+        }
+    }
+}
+
+/// A response being read.
+struct Running {
+    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    parser: SseParser,
+    translator: Translator,
+    events: Vec<SseEvent>,
+    pending: VecDeque<StreamChunk>,
+    /// A failure to report once the chunks before it are out.
+    failure: Option<LlmFailure>,
+    received: usize,
+    cancel: CancellationToken,
+    idle: Duration,
+    endpoint: String,
+    key: Option<Secret>,
+}
+
+impl Inner {
+    fn redact(&self, key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
+        if let Some(key) = key.map(Secret::expose).filter(|k| !k.is_empty()) {
+            failure.message = failure.message.replace(key, "***");
+        }
+        failure
+    }
+
+    /// Sends the request and reads the response head.
+    async fn open(&self, options: GenerateOptions) -> Result<Box<Running>, LlmFailure> {
+        let key = self.config.api_key.resolve()?;
+        let model = self.config.model_info(&options.config.model);
+        let body = build_body(&self.config, &model, &options)?;
+        let mut request = self
+            .client
+            .post(&self.endpoint)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body);
+        if let Some(key) = &key {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    LlmFailure::new(
+                        FailureCode::InvalidCredential,
+                        "the API key cannot be sent in an HTTP header",
+                    )
+                })?;
+            value.set_sensitive(true);
+            request = request.header(AUTHORIZATION, value);
+        }
+        if let Some(session) = &options.session_id
+            && let Ok(value) = HeaderValue::from_str(session.as_str())
+        {
+            request = request.header("x-dsh-session-id", value);
+        }
+        let cancel = options.cancel.clone();
+        let idle = self.config.idle_timeout;
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(aborted()),
+            sent = tokio::time::timeout(idle, request.send()) => match sent {
+                Err(_) => return Err(self.timeout(idle, "waiting for the response")),
+                Ok(Err(e)) => {
+                    let failure = LlmFailure::new(
+                        FailureCode::Transport,
+                        format!("could not reach {}: {}", self.endpoint, error_chain(&e)),
+                    );
+                    return Err(self.redact(key.as_ref(), failure));
+                }
+                Ok(Ok(response)) => response,
+            },
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let body = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(aborted()),
+                body = tokio::time::timeout(idle, response.bytes()) => match body {
+                    Ok(Ok(bytes)) => bytes,
+                    // The status is what matters; a body that fails to arrive is just empty.
+                    _ => Bytes::new(),
+                },
+            };
+            let failure =
+                failure_from_response(&self.config.route, status.as_u16(), &headers, &body);
+            return Err(self.redact(key.as_ref(), failure));
+        }
+        Ok(Box::new(Running {
+            body: response.bytes_stream().boxed(),
+            parser: SseParser::new(),
+            translator: Translator::new(),
+            events: Vec::new(),
+            pending: VecDeque::new(),
+            failure: None,
+            received: 0,
+            cancel,
+            idle,
+            endpoint: self.endpoint.clone(),
+            key,
+        }))
+    }
+
+    fn timeout(&self, idle: Duration, what: &str) -> LlmFailure {
+        LlmFailure::new(
+            FailureCode::Timeout,
+            format!(
+                "no data from {} for {} s while {what}",
+                self.endpoint,
+                idle.as_secs_f64()
+            ),
+        )
+    }
+}
+
+fn aborted() -> LlmFailure {
+    LlmFailure::new(FailureCode::Aborted, "the request was cancelled")
+}
+
+/// `e` and its causes, joined with `: `.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+impl Running {
+    /// The next item: a translated chunk, or the failure that ends the stream. Dropping
+    /// `self` (on finish or failure) drops the connection.
+    async fn next_item(mut self: Box<Self>) -> Option<(Item, State)> {
+        loop {
+            if let Some(chunk) = self.pending.pop_front() {
+                let last = matches!(chunk, StreamChunk::Finish { .. });
+                let next = if last {
+                    State::Done
+                } else {
+                    State::Streaming(self)
+                };
+                return Some((Ok(chunk), next));
+            }
+            if let Some(failure) = self.failure.take() {
+                return Some((Err(self.redact(failure)), State::Done));
+            }
+            let read = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return Some((Err(aborted()), State::Done)),
+                read = tokio::time::timeout(self.idle, self.body.next()) => read,
+            };
+            match read {
+                Err(_) => {
+                    let failure = LlmFailure::new(
+                        FailureCode::Timeout,
+                        format!(
+                            "no data from {} for {} s while streaming",
+                            self.endpoint,
+                            self.idle.as_secs_f64()
+                        ),
+                    );
+                    return Some((Err(failure), State::Done));
+                }
+                Ok(None) => {
+                    let failure = if self.received == 0 {
+                        LlmFailure::new(
+                            FailureCode::EmptyResponse,
+                            format!("{} answered with an empty body", self.endpoint),
+                        )
+                    } else {
+                        self.translator.ended_early()
+                    };
+                    return Some((Err(failure), State::Done));
+                }
+                Ok(Some(Err(e))) => {
+                    let failure = LlmFailure::new(
+                        FailureCode::Transport,
+                        format!(
+                            "the connection to {} failed mid-stream: {}",
+                            self.endpoint,
+                            error_chain(&e)
+                        ),
+                    );
+                    return Some((Err(self.redact(failure)), State::Done));
+                }
+                Ok(Some(Ok(bytes))) => self.consume(&bytes),
+            }
+        }
+    }
+
+    /// Parses and translates one read's worth of bytes into `pending` (or `failure`).
+    fn consume(&mut self, bytes: &[u8]) {
+        self.received += bytes.len();
+        let mut events = std::mem::take(&mut self.events);
+        if let Err(e) = self.parser.feed(bytes, &mut events) {
+            self.failure = Some(LlmFailure::new(
+                FailureCode::MalformedResponse,
+                format!("the event stream from {} is malformed: {e}", self.endpoint),
+            ));
+        }
+        for event in events.drain(..) {
+            match self.translator.on_event(&event.data, &mut self.pending) {
+                Ok(Progress::Continue) => {}
+                Ok(Progress::Done) => break,
+                Err(failure) => {
+                    self.failure = Some(failure);
+                    break;
+                }
+            }
+        }
+        self.events = events;
+    }
+
+    fn redact(&self, mut failure: LlmFailure) -> LlmFailure {
+        if let Some(key) = self
+            .key
+            .as_ref()
+            .map(Secret::expose)
+            .filter(|k| !k.is_empty())
+        {
+            failure.message = failure.message.replace(key, "***");
+        }
+        failure
+    }
+}

@@ -1,0 +1,254 @@
+//! Configuration of one OpenAI-compatible route.
+
+use std::time::Duration;
+
+use dsh_llm::ModelInfo;
+use dsh_llm::retry::RetryPolicy;
+
+use crate::secret::ApiKeySource;
+
+/// Which dialect the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// DeepSeek's API: `thinking` + `reasoning_effort`, reasoning always passed back,
+    /// cache-hit usage fields.
+    Deepseek,
+    /// Plain chat completions: no `thinking`; reasoning is passed back only to the route that
+    /// streamed it.
+    OpenAiCompatible,
+}
+
+/// Whether a DeepSeek deployment lets the model think at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThinkingMode {
+    /// Efforts `off`, `low`, `high`, `max` are offered.
+    #[default]
+    Enabled,
+    /// Only `off` is offered; enabling efforts are rejected before any request.
+    Disabled,
+}
+
+/// Everything an [`crate::OpenAiAdapter`] needs. Build it with [`OpenAiAdapterConfig::deepseek`],
+/// [`OpenAiAdapterConfig::openai_compatible`] or the environment readers, then adjust fields.
+#[derive(Clone, Debug)]
+pub struct OpenAiAdapterConfig {
+    /// Dialect.
+    pub kind: ProviderKind,
+    /// Route name the adapter registers under.
+    pub route: String,
+    /// API root; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// Where the API key comes from.
+    pub api_key: ApiKeySource,
+    /// Advertised catalog; ids not listed are still accepted with defaults.
+    pub models: Vec<ModelInfo>,
+    /// Context window of models that do not state one.
+    pub default_context_window: Option<u64>,
+    /// Output ceiling of models that do not state one.
+    pub default_max_tokens: Option<u32>,
+    /// Effort used when the caller names none (DeepSeek: `high`).
+    pub default_effort: Option<String>,
+    /// DeepSeek deployment thinking switch.
+    pub thinking: ThinkingMode,
+    /// Longest wait for any read (the response head or the next body bytes).
+    pub idle_timeout: Duration,
+    /// Retry policy reported for the route.
+    pub retry_policy: Option<RetryPolicy>,
+}
+
+/// The environment variable holding the DeepSeek key.
+pub const DEEPSEEK_API_KEY_ENV: &str = "DEEPSEEK_API_KEY";
+/// The environment variable overriding the DeepSeek API root.
+pub const DEEPSEEK_BASE_URL_ENV: &str = "DEEPSEEK_BASE_URL";
+/// DeepSeek's public API root.
+pub const DEEPSEEK_DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
+
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Efforts DeepSeek's thinking models accept.
+pub(crate) const DEEPSEEK_EFFORTS: [&str; 4] = ["off", "low", "high", "max"];
+/// Efforts OpenAI-style reasoning models accept.
+pub(crate) const OPENAI_EFFORTS: [&str; 3] = ["low", "medium", "high"];
+
+impl OpenAiAdapterConfig {
+    /// DeepSeek at `base_url` with `api_key`, route `deepseek`, the default catalog.
+    pub fn deepseek(base_url: impl Into<String>, api_key: ApiKeySource) -> Self {
+        Self {
+            kind: ProviderKind::Deepseek,
+            route: "deepseek".to_owned(),
+            base_url: base_url.into(),
+            api_key,
+            models: deepseek_models(),
+            default_context_window: Some(1_000_000),
+            default_max_tokens: Some(256_000),
+            default_effort: Some("high".to_owned()),
+            thinking: ThinkingMode::Enabled,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry_policy: Some(RetryPolicy::default()),
+        }
+    }
+
+    /// DeepSeek configured from the process environment: `DEEPSEEK_BASE_URL` (else the public
+    /// API) and `DEEPSEEK_API_KEY`, the latter read on every request.
+    pub fn deepseek_from_env() -> Self {
+        let base = std::env::var(DEEPSEEK_BASE_URL_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| DEEPSEEK_DEFAULT_BASE_URL.to_owned());
+        Self::deepseek(base, ApiKeySource::Env(DEEPSEEK_API_KEY_ENV.to_owned()))
+    }
+
+    /// DeepSeek configured from `lookup` instead of the process environment (tests and
+    /// embedders with their own settings source).
+    pub fn deepseek_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let base = lookup(DEEPSEEK_BASE_URL_ENV)
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| DEEPSEEK_DEFAULT_BASE_URL.to_owned());
+        let key = match lookup(DEEPSEEK_API_KEY_ENV) {
+            Some(k) => ApiKeySource::value(k),
+            None => ApiKeySource::Missing {
+                env: DEEPSEEK_API_KEY_ENV.to_owned(),
+            },
+        };
+        Self::deepseek(base, key)
+    }
+
+    /// A plain OpenAI-compatible server at `base_url`, route `openai-compatible`, no catalog.
+    pub fn openai_compatible(base_url: impl Into<String>, api_key: ApiKeySource) -> Self {
+        Self {
+            kind: ProviderKind::OpenAiCompatible,
+            route: "openai-compatible".to_owned(),
+            base_url: base_url.into(),
+            api_key,
+            models: Vec::new(),
+            default_context_window: None,
+            default_max_tokens: None,
+            default_effort: None,
+            thinking: ThinkingMode::Enabled,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry_policy: Some(RetryPolicy::default()),
+        }
+    }
+
+    /// Sets the idle timeout.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the route name.
+    pub fn with_route(mut self, route: impl Into<String>) -> Self {
+        self.route = route.into();
+        self
+    }
+
+    /// The facts for `model`: the catalog entry, or defaults for an unlisted id, with the
+    /// route's defaults filled in and the deployment's thinking switch applied.
+    pub fn model_info(&self, model: &str) -> ModelInfo {
+        let mut info = match self.models.iter().find(|m| m.id == model) {
+            Some(listed) => listed.clone(),
+            None => {
+                let mut info = ModelInfo::new(model);
+                info.reasoning = match self.kind {
+                    ProviderKind::Deepseek => {
+                        ModelInfo::new(model)
+                            .with_reasoning(DEEPSEEK_EFFORTS, self.default_effort.as_deref())
+                            .reasoning
+                    }
+                    ProviderKind::OpenAiCompatible => {
+                        self.default_effort.as_deref().and_then(|effort| {
+                            ModelInfo::new(model)
+                                .with_reasoning(OPENAI_EFFORTS, Some(effort))
+                                .reasoning
+                        })
+                    }
+                };
+                info
+            }
+        };
+        info.context_window = info.context_window.or(self.default_context_window);
+        info.default_max_tokens = info.default_max_tokens.or(self.default_max_tokens);
+        if let Some(reasoning) = &mut info.reasoning {
+            if self.kind == ProviderKind::Deepseek && self.thinking == ThinkingMode::Disabled {
+                reasoning.efforts = vec!["off".to_owned()];
+                reasoning.default_effort = Some("off".to_owned());
+            } else if reasoning.default_effort.is_none() {
+                reasoning.default_effort =
+                    self.default_effort.clone().filter(|e| reasoning.offers(e));
+            }
+        }
+        info
+    }
+}
+
+/// DeepSeek's catalog: the V4 thinking models (1M context, efforts off/low/high/max) and the
+/// legacy aliases (128k context, no effort setting).
+fn deepseek_models() -> Vec<ModelInfo> {
+    let v4 = |id: &str, name: &str| {
+        let mut m = ModelInfo::new(id)
+            .with_context_window(1_000_000)
+            .with_reasoning(DEEPSEEK_EFFORTS, None);
+        m.name = name.to_owned();
+        m
+    };
+    let legacy = |id: &str, name: &str, max: u32| {
+        let mut m = ModelInfo::new(id)
+            .with_context_window(128_000)
+            .with_default_max_tokens(max);
+        m.name = name.to_owned();
+        m
+    };
+    vec![
+        v4("deepseek-v4-flash", "DeepSeek V4 Flash"),
+        v4("deepseek-v4-pro", "DeepSeek V4 Pro"),
+        legacy("deepseek-chat", "DeepSeek Chat", 8_192),
+        legacy("deepseek-reasoner", "DeepSeek Reasoner", 65_536),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn unlisted_models_resolve_with_route_defaults() {
+        let c = OpenAiAdapterConfig::deepseek("http://x", ApiKeySource::NotRequired);
+        let m = c.model_info("deepseek-v9");
+        assert_eq!(m.context_window, Some(1_000_000));
+        assert_eq!(m.default_max_tokens, Some(256_000));
+        let r = m.reasoning.unwrap();
+        assert_eq!(r.efforts, ["off", "low", "high", "max"]);
+        assert_eq!(r.default_effort.as_deref(), Some("high"));
+        let listed = c.model_info("deepseek-v4-pro");
+        assert_eq!(
+            listed.reasoning.unwrap().default_effort.as_deref(),
+            Some("high")
+        );
+        assert!(c.model_info("deepseek-chat").reasoning.is_none());
+        let o = OpenAiAdapterConfig::openai_compatible("http://x", ApiKeySource::NotRequired);
+        assert!(o.model_info("llama").reasoning.is_none());
+    }
+
+    #[test]
+    fn disabled_thinking_offers_only_off() {
+        let mut c = OpenAiAdapterConfig::deepseek("http://x", ApiKeySource::NotRequired);
+        c.thinking = ThinkingMode::Disabled;
+        let r = c.model_info("deepseek-v4-flash").reasoning.unwrap();
+        assert_eq!(r.efforts, ["off"]);
+        assert_eq!(r.default_effort.as_deref(), Some("off"));
+    }
+
+    #[test]
+    fn lookup_constructor_reads_base_url_and_key_without_process_env() {
+        let env: HashMap<&str, &str> = [("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/v1")].into();
+        let c = OpenAiAdapterConfig::deepseek_from_lookup(|k| env.get(k).map(|v| v.to_string()));
+        assert_eq!(c.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(
+            c.api_key,
+            ApiKeySource::Missing {
+                env: "DEEPSEEK_API_KEY".into()
+            }
+        );
+    }
+}

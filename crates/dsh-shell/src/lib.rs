@@ -2,7 +2,7 @@
 //! [`LocalShellExecutor`].
 //!
 //! Tools never spawn processes themselves; they go through this seam so that every command gets
-//! the same treatment: `bash -c` with stdin `/dev/null`, a scrubbed environment ([`env`]), its
+//! the same treatment: `bash -c` with stdin `/dev/null`, a scrubbed environment ([`mod@env`]), its
 //! own process group with a SIGTERM → grace → SIGKILL ladder on timeout, cancellation, `kill`
 //! and disposal, a bounded output tail per stream with the rest spilled to a private file, and
 //! a guarantee that nothing it started outlives the process that owns the executor.

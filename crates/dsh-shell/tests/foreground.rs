@@ -312,3 +312,47 @@ async fn command_env_carries_no_inherited_secrets() {
         );
     }
 }
+
+#[tokio::test]
+async fn jobs_left_behind_die_when_bash_exits() {
+    let exec = executor();
+    // `sleep` keeps the output pipes open; the result must not wait for it, and it must not
+    // outlive the command.
+    let result = exec
+        .run(command(&exec, "sleep 1000 & echo $!"))
+        .await
+        .unwrap();
+    assert_eq!(result.exit_code, Some(0));
+    Proc::observe(Proc::pid(&result.stdout.text))
+        .assert_gone("forgotten background job")
+        .await;
+}
+
+#[tokio::test]
+async fn result_arrives_while_an_escaped_process_holds_the_pipes() {
+    let exec = executor();
+    // `setsid` leaves the group, so it is beyond the group kill; the drain limit bounds the wait.
+    let result = exec
+        .run(command(&exec, "setsid sleep 1000 & echo $!"))
+        .await
+        .unwrap();
+    assert_eq!(result.exit_code, Some(0));
+    let escaped = Proc::pid(&result.stdout.text);
+    // This test started it, so this test stops it.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(escaped),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn sigpipe_has_its_default_action_in_commands() {
+    let exec = executor();
+    let result = exec.run(command(&exec, "yes | head -n 1")).await.unwrap();
+    assert_eq!(result.stdout.text, "y\n");
+    assert_eq!(
+        result.stderr.text, "",
+        "`yes` must die of SIGPIPE, not report EPIPE"
+    );
+}

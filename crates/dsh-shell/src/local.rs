@@ -36,6 +36,8 @@ const NOTICE_CAPACITY: usize = 256;
 /// - Dropping the executor without [`dispose`](ShellExecutor::dispose) still stops every
 ///   command (through the kill ladder, while the runtime runs; through the supervisors otherwise),
 ///   but only `dispose` waits for them. Dropping it also removes its spill directory.
+/// - Each running command costs one `sh` supervisor process and one reaper thread (blocked in
+///   `waitpid`), both gone when the command is.
 /// - Finished background tasks are kept, with their output tails, for the executor's life so
 ///   their output stays readable.
 #[derive(Debug)]

@@ -59,8 +59,8 @@ pub(crate) fn signal_name(raw: i32) -> String {
 #[derive(Debug)]
 pub(crate) struct ProcessGroup {
     pgid: Pid,
-    /// False once the reaper has sent the final SIGKILL and is about to reap the leader; from
-    /// then on the id may be recycled, so nothing more is sent.
+    /// False once the reaper has sent the final SIGKILL and is about to reap the supervisor (the
+    /// group leader); from then on the id may be recycled, so nothing more is sent.
     open: Mutex<bool>,
 }
 

@@ -356,3 +356,21 @@ async fn sigpipe_has_its_default_action_in_commands() {
         "`yes` must die of SIGPIPE, not report EPIPE"
     );
 }
+
+#[tokio::test]
+async fn missing_bash_is_a_spawn_error() {
+    let exec = executor();
+    let dir = tempfile::tempdir().unwrap();
+    // `bash` is looked up on the command's PATH.
+    let req = ShellExecRequest {
+        env: vec![("PATH".into(), dir.path().to_str().unwrap().into())],
+        ..ShellExecRequest::new("true")
+    };
+    let err = exec.run(spec(&exec, req)).await.unwrap_err();
+    assert!(matches!(err, ShellError::Spawn { .. }), "{err:?}");
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the io error is the source"
+    );
+    assert!(err.to_string().contains("bash"), "{err}");
+}

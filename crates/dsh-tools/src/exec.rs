@@ -1,0 +1,87 @@
+//! One tool call as the pipeline sees it.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use dsh_kernel::ScopeTag;
+use dsh_session::CallId;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::caller::ToolCaller;
+
+/// Parses the model's raw argument text once: `""` → `{}`, valid JSON → that value, anything
+/// else → the raw text as a JSON string, so a malformed call reaches the tool (which reports
+/// it) instead of being lost.
+pub fn parse_arguments(raw: &str) -> Value {
+    if raw.is_empty() {
+        return Value::Object(serde_json::Map::new());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// The scheduler's description of one call. Arguments are parsed once here and shared, so
+/// every phase sees the same value (INV-PIPE-3).
+#[derive(Clone, Debug)]
+pub struct ToolExec {
+    /// The model's call id.
+    pub call_id: CallId,
+    /// The tool name the model asked for.
+    pub name: String,
+    /// The argument text exactly as the model produced it.
+    pub raw_arguments: String,
+    /// The parsed arguments (see [`parse_arguments`]).
+    pub arguments: Arc<Value>,
+    /// The calling agent; `None` for a direct, agentless call.
+    pub caller: Option<ToolCaller>,
+    /// The caller's cancellation (the turn's token).
+    pub cancel: CancellationToken,
+}
+
+impl ToolExec {
+    /// A call with its arguments parsed from `raw_arguments`.
+    pub fn new(
+        call_id: CallId,
+        name: impl Into<String>,
+        raw_arguments: impl Into<String>,
+        caller: Option<ToolCaller>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let raw_arguments = raw_arguments.into();
+        Self {
+            call_id,
+            name: name.into(),
+            arguments: Arc::new(parse_arguments(&raw_arguments)),
+            raw_arguments,
+            caller,
+            cancel,
+        }
+    }
+
+    /// The routing tag: the caller's context tag, `None` for agentless calls.
+    pub fn tag(&self) -> Option<&ScopeTag> {
+        self.caller.as_ref().and_then(ToolCaller::tag)
+    }
+}
+
+/// A read-only view of a call handed to `tools/*` listeners.
+///
+/// Listeners receive it by value and must pass it on to `next`; because only the runtime can
+/// construct one, no listener can hand the rest of the chain a different call (the call's
+/// identity and arguments are immutable, INV-PIPE-3).
+#[derive(Clone, Debug)]
+pub struct ExecView(Arc<ToolExec>);
+
+impl ExecView {
+    pub(crate) fn new(exec: &ToolExec) -> Self {
+        Self(Arc::new(exec.clone()))
+    }
+}
+
+impl Deref for ExecView {
+    type Target = ToolExec;
+
+    fn deref(&self) -> &ToolExec {
+        &self.0
+    }
+}

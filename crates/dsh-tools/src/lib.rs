@@ -1,0 +1,50 @@
+//! Tools for dsh: what a tool is, where tools are registered, and the guarded pipeline every
+//! call goes through.
+//!
+//! - [`Tool`] (and the typed convenience [`TypedTool`]): name, description, JSON-schema
+//!   parameters, a per-call concurrency classification and an async `execute`.
+//! - [`ToolRuntime`]: the scoped registry (an agent's tools shadow global ones for that agent
+//!   only), monotonic guards, schemas for the prompt, and the pipeline
+//!   `tools/pre-execute` → (approval) → guards → `tools/execute` → body → `tools/post-execute`
+//!   → `tools/result`, split into [`ToolRuntime::prepare`], [`ToolRuntime::dispatch`] and
+//!   [`ToolRuntime::finish`] so the loop's scheduler can keep policy in model order while
+//!   bodies run concurrently.
+//! - Ordinary faults (unknown tools, bad arguments, tool errors, listener errors or panics,
+//!   cancellation) never escape as `Err`: they become error [`ToolCallResult`]s, so every call
+//!   the model made gets exactly one result.
+
+mod approval;
+mod call_context;
+mod caller;
+mod error;
+mod events;
+mod exec;
+mod output;
+mod pipeline;
+mod plugin;
+mod presentation;
+mod result;
+mod runtime;
+mod tool;
+mod typed;
+
+pub use approval::{ApprovalOutcome, ApprovalRequest, Approver};
+pub use call_context::ToolCallContext;
+pub use caller::ToolCaller;
+pub use error::{
+    INVALID_ARGUMENTS, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_PANICKED, ToolError,
+    ToolsError, UNKNOWN_TOOL,
+};
+pub use events::{
+    DispatchCall, PostExecute, PostExecuteInput, PreExecute, ToolResultNotice, ToolsChange,
+    ToolsChanged, ToolsExecute, ToolsPostExecute, ToolsPreExecute, ToolsResult,
+};
+pub use exec::{ExecView, ToolExec, parse_arguments};
+pub use output::ToolOutput;
+pub use pipeline::{Dispatched, Prepared};
+pub use plugin::ToolsPlugin;
+pub use presentation::{ToolKind, ToolPresentation};
+pub use result::ToolCallResult;
+pub use runtime::{ExecutionMode, Guard, ToolRuntime};
+pub use tool::Tool;
+pub use typed::TypedTool;

@@ -1,0 +1,48 @@
+//! The tool trait.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::call_context::ToolCallContext;
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+use crate::presentation::ToolPresentation;
+use crate::result::ToolCallResult;
+
+/// A tool the model can call.
+///
+/// Object safe, so the runtime stores `Arc<dyn Tool>`. Most tools implement
+/// [`crate::TypedTool`] instead, which derives `parameters` and validates arguments.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+
+    /// Whether this particular call may overlap with sibling calls. Decided per call (a
+    /// `bash` call might be safe only for read-only commands); anything but `true` — including
+    /// a panic — makes the call an exclusive barrier.
+    fn is_concurrency_safe(&self, _args: &Value) -> bool {
+        false
+    }
+
+    /// Runs one call. `args` is the parsed argument value (a JSON string holding the raw text
+    /// when the model produced invalid JSON). Must observe `call.cancel()` and return only once
+    /// the work it started has stopped: the pipeline awaits it to completion, never drops it.
+    async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError>;
+
+    /// How a front end should show the pending call; `None` for a generic card.
+    fn present_call(&self, _args: &Value) -> Option<ToolPresentation> {
+        None
+    }
+
+    /// How a front end should show the completed call; `None` keeps the pending card.
+    fn present_result(&self, _args: &Value, _result: &ToolCallResult) -> Option<ToolPresentation> {
+        None
+    }
+}

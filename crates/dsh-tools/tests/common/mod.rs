@@ -1,0 +1,148 @@
+//! Small test tools and helpers shared by the integration tests.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_kernel::{Context, ScopeTag};
+use dsh_session::{CallId, Session, SessionHeader, SessionId, SessionMeta};
+use dsh_tools::{Tool, ToolCallContext, ToolCaller, ToolError, ToolExec, ToolOutput, ToolRuntime};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub type Log = Arc<Mutex<Vec<String>>>;
+
+pub fn log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+pub fn push(log: &Log, s: impl Into<String>) {
+    log.lock().push(s.into());
+}
+
+pub fn entries(log: &Log) -> Vec<String> {
+    log.lock().clone()
+}
+
+/// A root context with a provided tool runtime.
+pub fn runtime() -> (Context, Arc<ToolRuntime>) {
+    let ctx = Context::new();
+    let rt = ToolRuntime::new(&ctx);
+    ctx.provide::<ToolRuntime>(rt.clone()).unwrap();
+    (ctx, rt)
+}
+
+/// An agent-like caller: a tagged child context plus a session of the same id.
+pub fn agent(root: &Context, label: &str) -> ToolCaller {
+    agent_with_tag(root, label, ScopeTag::new(label))
+}
+
+/// A caller whose context carries `tag` (e.g. a child tag of another agent's).
+pub fn agent_with_tag(root: &Context, label: &str, tag: ScopeTag) -> ToolCaller {
+    let ctx = root.tagged_child(label, tag).unwrap();
+    let id = SessionId::new(label);
+    let session = Session::new(
+        SessionHeader::new(id.clone(), 0, SessionMeta::default()),
+        None,
+    )
+    .unwrap();
+    ToolCaller {
+        agent_id: id,
+        session,
+        ctx,
+        cwd: None,
+    }
+}
+
+pub fn exec(name: &str, args: &str, caller: Option<&ToolCaller>) -> ToolExec {
+    exec_id("c1", name, args, caller)
+}
+
+pub fn exec_id(id: &str, name: &str, args: &str, caller: Option<&ToolCaller>) -> ToolExec {
+    ToolExec::new(
+        CallId::new(id),
+        name,
+        args,
+        caller.cloned(),
+        CancellationToken::new(),
+    )
+}
+
+/// Logs `body:<name>` and answers `<name> ok`; parallel-safe when `args.safe == true`.
+pub struct Recorder {
+    pub name: String,
+    pub log: Log,
+}
+
+impl Recorder {
+    pub fn new(name: &str, log: &Log) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            log: log.clone(),
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for Recorder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "records its calls"
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    fn is_concurrency_safe(&self, args: &Value) -> bool {
+        args.get("safe") == Some(&Value::Bool(true))
+    }
+
+    async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        push(&self.log, format!("body:{}:{}", self.name, call.call_id()));
+        Ok(ToolOutput::text(format!("{} ok", self.name)).with_meta(args))
+    }
+}
+
+/// A tool with fixed behaviour supplied as a closure.
+pub struct FnTool<F> {
+    pub name: String,
+    pub f: F,
+}
+
+pub fn fn_tool<F>(name: &str, f: F) -> Arc<FnTool<F>>
+where
+    F: Fn(Value, &ToolCallContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+{
+    Arc::new(FnTool {
+        name: name.to_owned(),
+        f,
+    })
+}
+
+#[async_trait]
+impl<F> Tool for FnTool<F>
+where
+    F: Fn(Value, &ToolCallContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "a closure"
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        (self.f)(args, call)
+    }
+}

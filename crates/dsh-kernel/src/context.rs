@@ -98,6 +98,17 @@ impl Context {
         })
     }
 
+    /// A context over a new *root* scope sharing this runtime: nothing owns it implicitly.
+    /// Used where teardown order matters more than tree structure (an agent's scope is unwound
+    /// by the agent's own ordered teardown, not by its creator's scope disposing children).
+    pub fn isolated(&self, label: impl Into<String>, tag: Option<ScopeTag>) -> Context {
+        Context {
+            scope: Scope::root(label),
+            tag,
+            ..self.clone()
+        }
+    }
+
     /// The same context, with a context-local value attached (e.g. the agent a scoped context
     /// belongs to). Derived contexts inherit it.
     pub fn with_local<T: Send + Sync + 'static>(&self, value: Arc<T>) -> Context {

@@ -40,7 +40,7 @@ impl Plugin for SystemPromptPlugin {
     }
 
     async fn apply(&self, ctx: &Context) -> Result<(), BoxError> {
-        let prompt = SystemPrompt::new(ctx, &self.config)?;
+        let prompt = SystemPrompt::new(ctx, self.config.clone())?;
         ctx.provide::<SystemPrompt>(prompt.clone())?;
         if self.config.include_identity {
             let _ = prompt.section(

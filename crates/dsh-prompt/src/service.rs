@@ -39,11 +39,11 @@ impl SystemPrompt {
     /// A service dispatching its waterfall through `ctx`'s bus. It registers nothing by itself
     /// (the default sections come from [`crate::SystemPromptPlugin`]); `config` supplies the
     /// tool order, validated here so a malformed order fails at startup.
-    pub fn new(ctx: &Context, config: &SystemPromptConfig) -> Result<Arc<Self>, PromptError> {
+    pub fn new(ctx: &Context, config: SystemPromptConfig) -> Result<Arc<Self>, PromptError> {
         config.validate()?;
         Ok(Arc::new(Self {
             ctx: ctx.clone(),
-            tool_order: config.tool_order.clone(),
+            tool_order: config.tool_order,
             sections: ScopedRegistry::new(),
             contexts: ScopedRegistry::new(),
             variables: ScopedRegistry::new(),

@@ -48,7 +48,7 @@ impl ToolSchemaSource for FakeTools {
 }
 
 fn prompt(ctx: &Context, config: SystemPromptConfig) -> Arc<SystemPrompt> {
-    let sp = SystemPrompt::new(ctx, &config).unwrap();
+    let sp = SystemPrompt::new(ctx, config).unwrap();
     ctx.provide::<SystemPrompt>(sp.clone()).unwrap();
     sp
 }
@@ -120,7 +120,7 @@ async fn malformed_configuration_and_compositions_fail_loudly() {
         ..SystemPromptConfig::default()
     };
     assert!(matches!(
-        SystemPrompt::new(&ctx, &dup),
+        SystemPrompt::new(&ctx, dup),
         Err(PromptError::InvalidToolOrder { .. })
     ));
 

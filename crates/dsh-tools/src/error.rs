@@ -115,7 +115,7 @@ pub enum ToolsError {
         /// The tool name.
         name: String,
     },
-    /// The tool name is empty or contains whitespace.
+    /// The tool name is empty, contains whitespace, or is the `tool_order` rest marker.
     #[error("invalid tool name `{name}`")]
     InvalidName {
         /// The rejected name.

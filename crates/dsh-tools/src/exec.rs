@@ -1,14 +1,17 @@
 //! One tool call as the pipeline sees it.
 
+use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
 use dsh_kernel::ScopeTag;
 use dsh_session::CallId;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::ToolCaller;
+use crate::tool::Tool;
 
 /// Parses the model's raw argument text once: `""` → `{}`, valid JSON → that value, anything
 /// else → the raw text as a JSON string, so a malformed call reaches the tool (which reports
@@ -20,8 +23,23 @@ pub fn parse_arguments(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
+/// Per-call state the pipeline carries between its stages (clones of one [`ToolExec`] share
+/// it), so the stages can be called separately without the caller threading it through.
+#[derive(Default)]
+pub(crate) struct CallState {
+    /// The definition visible when the call started; its `finalize_content` is the one applied.
+    pub(crate) definition: Mutex<Option<Arc<dyn Tool>>>,
+}
+
+impl fmt::Debug for CallState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallState").finish_non_exhaustive()
+    }
+}
+
 /// The scheduler's description of one call. Arguments are parsed once here and shared, so
-/// every phase sees the same value (INV-PIPE-3).
+/// every phase sees the same value (INV-PIPE-3). Build it with [`ToolExec::new`] and pass the
+/// same value (or clones of it) to every pipeline stage of that call.
 #[derive(Clone, Debug)]
 pub struct ToolExec {
     /// The model's call id.
@@ -36,6 +54,7 @@ pub struct ToolExec {
     pub caller: Option<ToolCaller>,
     /// The caller's cancellation (the turn's token).
     pub cancel: CancellationToken,
+    pub(crate) state: Arc<CallState>,
 }
 
 impl ToolExec {
@@ -55,6 +74,7 @@ impl ToolExec {
             raw_arguments,
             caller,
             cancel,
+            state: Arc::default(),
         }
     }
 

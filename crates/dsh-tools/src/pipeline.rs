@@ -106,7 +106,10 @@ fn cancellation(body_invoked: bool, contexts: Vec<Message>) -> ToolCallResult {
     result.with_contexts(contexts)
 }
 
-fn failure(error: &BoxError) -> ToolCallResult {
+/// The result for a listener or wrapper failure. Logged as well: the model sees the message,
+/// but a broken policy plugin is an operator's problem.
+fn failure(stage: &'static str, exec: &ToolExec, error: &BoxError) -> ToolCallResult {
+    tracing::warn!(stage, tool = %exec.name, call = %exec.call_id, %error, "tool policy failed");
     ToolCallResult::from_error(&ToolError::from_box(error))
 }
 
@@ -114,6 +117,7 @@ impl ToolRuntime {
     /// Stage 1, in model order: cancellation check, the `tools/pre-execute` waterfall, approval
     /// for `Ask`, then guards (INV-PIPE-1, INV-PIPE-2).
     pub async fn prepare(&self, exec: &ToolExec) -> Prepared {
+        *exec.state.definition.lock() = self.get(exec.tag(), &exec.name);
         if exec.cancel.is_cancelled() {
             return Prepared::Settled(Dispatched::fin(
                 ToolCallResult::aborted_before_dispatch(),
@@ -130,7 +134,12 @@ impl ToolRuntime {
             .await;
         let decision = match decision {
             Ok(d) => d,
-            Err(e) => return Prepared::Settled(Dispatched::fin(failure(&e), false)),
+            Err(e) => {
+                return Prepared::Settled(Dispatched::fin(
+                    failure("tools/pre-execute", exec, &e),
+                    false,
+                ));
+            }
         };
         let gate = match decision {
             PreExecute::Allow => Gate::Allow,
@@ -233,7 +242,7 @@ impl ToolRuntime {
         let mut result = match outcome {
             Ok(r) => r,
             // A failing wrapper is final: post-execute policy never sees it.
-            Err(e) => return Dispatched::fin(failure(&e), invoked),
+            Err(e) => return Dispatched::fin(failure("tools/execute", exec, &e), invoked),
         };
         let deferred = std::mem::take(&mut *state.deferred.lock());
         if !deferred.is_empty() {
@@ -248,7 +257,8 @@ impl ToolRuntime {
     }
 
     /// Stage 3, in model order: the `tools/post-execute` waterfall (when the outcome needs
-    /// it), cancellation superseding a success, then the contained `tools/result`
+    /// it), cancellation superseding a success, the tool's
+    /// [`finalize_content`](Tool::finalize_content), then the contained `tools/result`
     /// notification. Returns the final result.
     pub async fn finish(&self, exec: &ToolExec, outcome: Dispatched) -> ToolCallResult {
         let Dispatched {
@@ -267,7 +277,7 @@ impl ToolRuntime {
                 })
                 .await;
             result = match decision {
-                Err(e) => failure(&e),
+                Err(e) => failure("tools/post-execute", exec, &e),
                 Ok(PostExecute::Block { feedback, contexts }) => ToolCallResult {
                     content: feedback,
                     is_error: true,
@@ -287,11 +297,31 @@ impl ToolRuntime {
                 result = cancellation(body_invoked, contexts);
             }
         }
+        result = self.finalize(exec, result);
         let notice = ToolResultNotice {
             exec: view,
             result: Arc::new(result.clone()),
         };
         self.ctx.events().emit::<ToolsResult>(exec.tag(), &notice);
+        result
+    }
+
+    /// Applies the call's snapshotted definition's `finalize_content` once.
+    fn finalize(&self, exec: &ToolExec, mut result: ToolCallResult) -> ToolCallResult {
+        let snapshot = exec.state.definition.lock().clone();
+        // A call finished without `prepare` uses what is visible now.
+        let Some(tool) = snapshot.or_else(|| self.get(exec.tag(), &exec.name)) else {
+            return result;
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| tool.finalize_content(exec, &result))) {
+            Ok(Some(content)) => result.content = content,
+            Ok(None) => {}
+            Err(_) => {
+                let contexts = std::mem::take(&mut result.additional_contexts);
+                result = ToolCallResult::from_error(&ToolError::panicked(&exec.name))
+                    .with_contexts(contexts);
+            }
+        }
         result
     }
 

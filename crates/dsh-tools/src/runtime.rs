@@ -61,7 +61,12 @@ impl ToolRuntime {
     /// `tools/change`. A second tool of the same name in the same layer is an error.
     pub fn register(&self, ctx: &Context, tool: Arc<dyn Tool>) -> Result<Registration, ToolsError> {
         let name = tool.name().to_owned();
-        if name.is_empty() || name.chars().any(char::is_whitespace) {
+        // The rest marker of `tool_order` is not a tool name; reject it here rather than fail
+        // every later prompt assembly.
+        if name.is_empty()
+            || name == dsh_prompt::TOOL_ORDER_REST
+            || name.chars().any(char::is_whitespace)
+        {
             return Err(ToolsError::InvalidName { name });
         }
         if !ctx.is_active() {

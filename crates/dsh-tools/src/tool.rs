@@ -3,8 +3,11 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use dsh_session::ContentBlock;
+
 use crate::call_context::ToolCallContext;
 use crate::error::ToolError;
+use crate::exec::ToolExec;
 use crate::output::ToolOutput;
 use crate::presentation::ToolPresentation;
 use crate::result::ToolCallResult;
@@ -35,6 +38,19 @@ pub trait Tool: Send + Sync + 'static {
     /// when the model produced invalid JSON). Must observe `call.cancel()` and return only once
     /// the work it started has stopped: the pipeline awaits it to completion, never drops it.
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError>;
+
+    /// A last-mile rewrite of the model-facing content (e.g. spilling an oversized output to
+    /// a file and keeping a preview), applied exactly once to every final outcome of a call —
+    /// failures that bypass post-execute included — after all policy ran. `None` keeps the
+    /// content. The definition visible when the call started is the one applied. Must not
+    /// panic; a panic turns the result into an error.
+    fn finalize_content(
+        &self,
+        _exec: &ToolExec,
+        _result: &ToolCallResult,
+    ) -> Option<Vec<ContentBlock>> {
+        None
+    }
 
     /// How a front end should show the pending call; `None` for a generic card.
     fn present_call(&self, _args: &Value) -> Option<ToolPresentation> {

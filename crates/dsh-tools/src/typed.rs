@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -53,12 +54,19 @@ pub trait TypedTool: Send + Sync + 'static {
     }
 }
 
-/// The JSON Schema of `T`, without the meta keys (`$schema`, `title`) that mean nothing to a
-/// model.
+/// The JSON Schema of `T`, self-contained (nested types inlined rather than `$ref`s, which
+/// many OpenAI-compatible servers do not resolve) and without the meta keys (`$schema`,
+/// `title`) that mean nothing to a model.
 fn parameters_of<T: JsonSchema>() -> Value {
-    let mut value = schemars::schema_for!(T).to_value();
+    let mut value = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     if let Some(map) = value.as_object_mut() {
-        map.remove("$schema");
         map.remove("title");
     }
     value

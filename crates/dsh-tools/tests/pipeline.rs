@@ -1,4 +1,4 @@
-//! The guarded pipeline (INV-PIPE-1..6, INV-PIPE-12).
+//! Phase order and policy of the guarded pipeline (INV-PIPE-1, INV-PIPE-2, INV-PIPE-3, INV-PIPE-5).
 
 #![allow(clippy::unwrap_used)] // Integration tests: a panic is the failure report.
 
@@ -6,52 +6,16 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Log, Recorder, entries, exec, fn_tool, log, push, runtime};
-use dsh_kernel::Context;
-use dsh_session::{ContentBlock, Message, ToolErrorInfo};
+use common::{
+    Recorder, agent_with_tag, entries, exec, fn_tool, log, observe_phases, push, runtime,
+};
+use dsh_session::ToolErrorInfo;
 use dsh_tools::{
-    PostExecute, PreExecute, Prepared, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_PANICKED,
-    ToolCallResult, ToolError, ToolOutput, ToolsExecute, ToolsPostExecute, ToolsPreExecute,
-    ToolsResult, UNKNOWN_TOOL,
+    PreExecute, Prepared, TOOL_PANICKED, ToolError, ToolsExecute, ToolsPostExecute,
+    ToolsPreExecute, ToolsResult, UNKNOWN_TOOL,
 };
 use futures::FutureExt;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-/// Registers listeners on every phase that log their names.
-fn observe_phases(ctx: &Context, log: &Log) {
-    let l = log.clone();
-    let _ = ctx
-        .on_waterfall::<ToolsPreExecute, _>(move |exec, next| {
-            push(&l, format!("pre:{}", exec.call_id));
-            next.run(exec)
-        })
-        .unwrap();
-    let l = log.clone();
-    let _ = ctx
-        .on_waterfall::<ToolsExecute, _>(move |call, next| {
-            let l = l.clone();
-            async move {
-                push(&l, "execute:enter");
-                let out = next.run(call).await;
-                push(&l, "execute:leave");
-                out
-            }
-            .boxed()
-        })
-        .unwrap();
-    let l = log.clone();
-    let _ = ctx
-        .on_waterfall::<ToolsPostExecute, _>(move |input, next| {
-            push(&l, format!("post:{}", input.result().text()));
-            next.run(input)
-        })
-        .unwrap();
-    let l = log.clone();
-    let _ = ctx
-        .on::<ToolsResult>(move |n| push(&l, format!("result:{}", n.result.text())))
-        .unwrap();
-}
 
 #[tokio::test]
 async fn phases_run_in_order_around_the_body() {
@@ -163,7 +127,7 @@ async fn guards_run_global_first_then_the_scope_chain_farthest_first() {
     let parent_tag = dsh_kernel::ScopeTag::new("parent");
     let child_tag = dsh_kernel::ScopeTag::child_of(&parent_tag, "child");
     let parent = root.tagged_child("parent", parent_tag).unwrap();
-    let child = common::agent_with_tag(&root, "child", child_tag);
+    let child = agent_with_tag(&root, "child", child_tag);
     for (ctx, label) in [
         (&child.ctx, "child"),
         (&parent, "parent"),
@@ -262,244 +226,6 @@ async fn a_coded_listener_error_keeps_its_code() {
     );
 }
 
-fn deferring_tool() -> Arc<dyn dsh_tools::Tool> {
-    fn_tool("defer", |_, call| {
-        call.defer_context(Message::plugin_text("t", "deferred"));
-        call.conclude_turn();
-        Ok(ToolOutput::text("done"))
-    })
-}
-
-fn context_texts(result: &ToolCallResult) -> Vec<String> {
-    result
-        .additional_contexts
-        .iter()
-        .map(Message::text)
-        .collect()
-}
-
-#[tokio::test]
-async fn accept_keeps_deferred_contexts_before_decision_contexts() {
-    let (ctx, rt) = runtime();
-    let _ = rt.register(&ctx, deferring_tool()).unwrap();
-    let _ = ctx
-        .on_waterfall::<ToolsPostExecute, _>(|input, next| {
-            async move {
-                let _ = next.run(input).await?;
-                Ok(PostExecute::Accept {
-                    content: Some(vec![ContentBlock::text("rewritten")]),
-                    contexts: vec![Message::plugin_text("p", "decision")],
-                })
-            }
-            .boxed()
-        })
-        .unwrap();
-    let result = rt.run(&exec("defer", "{}", None)).await;
-    assert!(!result.is_error);
-    assert_eq!(result.text(), "rewritten");
-    assert!(result.concludes_turn);
-    assert_eq!(context_texts(&result), ["deferred", "decision"]);
-}
-
-#[tokio::test]
-async fn block_turns_the_result_into_feedback_and_keeps_only_its_own_contexts() {
-    let (ctx, rt) = runtime();
-    let _ = rt.register(&ctx, deferring_tool()).unwrap();
-    let _ = ctx
-        .on_waterfall::<ToolsPostExecute, _>(|_, _| {
-            futures::future::ok(PostExecute::Block {
-                feedback: vec![ContentBlock::text("try again without sudo")],
-                contexts: vec![Message::plugin_text("p", "why")],
-            })
-            .boxed()
-        })
-        .unwrap();
-    let result = rt.run(&exec("defer", "{}", None)).await;
-    assert!(result.is_error);
-    assert!(!result.concludes_turn);
-    assert_eq!(result.text(), "try again without sudo");
-    assert_eq!(context_texts(&result), ["why"]);
-}
-
-#[tokio::test]
-async fn a_failing_post_execute_listener_becomes_an_error_result() {
-    let (ctx, rt) = runtime();
-    let _ = rt.register(&ctx, deferring_tool()).unwrap();
-    let _ = ctx
-        .on_waterfall::<ToolsPostExecute, _>(|_, _| {
-            futures::future::err("post failed".into()).boxed()
-        })
-        .unwrap();
-    let result = rt.run(&exec("defer", "{}", None)).await;
-    assert!(result.is_error);
-    assert_eq!(result.text(), "Error: post failed");
-    assert!(result.additional_contexts.is_empty());
-}
-
-#[tokio::test]
-async fn a_call_cancelled_before_prepare_skips_every_phase() {
-    let (ctx, rt) = runtime();
-    let out = log();
-    let _ = rt.register(&ctx, Recorder::new("t", &out)).unwrap();
-    observe_phases(&ctx, &out);
-    let e = exec("t", "{}", None);
-    e.cancel.cancel();
-    let result = rt.run(&e).await;
-    assert_eq!(result.text(), "Error: tool call aborted before dispatch");
-    assert_eq!(
-        result.error,
-        Some(ToolErrorInfo {
-            name: "AbortError".into(),
-            code: TOOL_ABORTED_BEFORE_DISPATCH.into()
-        })
-    );
-    // Only the final notification: no policy, no body.
-    assert_eq!(
-        entries(&out),
-        ["result:Error: tool call aborted before dispatch"]
-    );
-    assert_eq!(result, ToolCallResult::aborted_before_dispatch());
-}
-
-#[tokio::test]
-async fn cancellation_during_pre_execute_prevents_the_body() {
-    let (ctx, rt) = runtime();
-    let out = log();
-    let _ = rt.register(&ctx, Recorder::new("t", &out)).unwrap();
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let _ = ctx
-        .on_waterfall::<ToolsPreExecute, _>(move |exec, next| {
-            t.cancel();
-            next.run(exec)
-        })
-        .unwrap();
-    let mut e = exec("t", "{}", None);
-    e.cancel = token;
-    let result = rt.run(&e).await;
-    assert_eq!(result.code(), Some(TOOL_ABORTED_BEFORE_DISPATCH));
-    assert!(entries(&out).is_empty(), "the body must not run");
-}
-
-#[tokio::test]
-async fn a_started_body_is_awaited_to_completion_after_cancel() {
-    let (ctx, rt) = runtime();
-    let started = Arc::new(tokio::sync::Notify::new());
-    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
-    let release_rx = Arc::new(parking_lot::Mutex::new(Some(release_rx)));
-    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    struct Held {
-        started: Arc<tokio::sync::Notify>,
-        release: Arc<parking_lot::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>>,
-        finished: Arc<std::sync::atomic::AtomicBool>,
-    }
-    #[async_trait::async_trait]
-    impl dsh_tools::Tool for Held {
-        fn name(&self) -> &str {
-            "held"
-        }
-        fn description(&self) -> &str {
-            "waits for release"
-        }
-        fn parameters(&self) -> serde_json::Value {
-            json!({"type": "object"})
-        }
-        async fn execute(
-            &self,
-            _args: serde_json::Value,
-            call: &dsh_tools::ToolCallContext,
-        ) -> Result<ToolOutput, ToolError> {
-            self.started.notify_one();
-            call.cancel().cancelled().await;
-            let rx = self.release.lock().take().unwrap();
-            rx.await.unwrap();
-            call.defer_context(Message::plugin_text("t", "kept"));
-            self.finished
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            Ok(ToolOutput::text("late success"))
-        }
-    }
-    let _ = rt
-        .register(
-            &ctx,
-            Arc::new(Held {
-                started: started.clone(),
-                release: release_rx,
-                finished: finished.clone(),
-            }),
-        )
-        .unwrap();
-    let e = exec("held", "{}", None);
-    let run = rt.run(&e);
-    tokio::pin!(run);
-    // Drive the call until the body is running.
-    tokio::select! {
-        _ = &mut run => panic!("the body cannot finish before release"),
-        () = started.notified() => {}
-    }
-    e.cancel.cancel();
-    // Cancellation alone does not settle the call: the body is still held.
-    for _ in 0..10 {
-        assert!(futures::poll!(&mut run).is_pending());
-        tokio::task::yield_now().await;
-    }
-    assert!(!finished.load(std::sync::atomic::Ordering::SeqCst));
-    release_tx.send(()).unwrap();
-    let result = run.await;
-    assert!(finished.load(std::sync::atomic::Ordering::SeqCst));
-    assert_eq!(result.text(), "Error: tool call aborted");
-    assert_eq!(
-        result.error,
-        Some(ToolErrorInfo {
-            name: "AbortError".into(),
-            code: TOOL_ABORTED.into()
-        })
-    );
-    assert_eq!(context_texts(&result), ["kept"]);
-}
-
-#[tokio::test]
-async fn a_tools_own_failure_after_cancel_is_kept() {
-    let (ctx, rt) = runtime();
-    let _ = rt
-        .register(
-            &ctx,
-            fn_tool("fails", |_, _| {
-                Err(ToolError::coded("TimeoutError", "TIMEOUT", "took too long"))
-            }),
-        )
-        .unwrap();
-    let _ = rt
-        .register(
-            &ctx,
-            fn_tool("reports", |_, _| {
-                Ok(ToolOutput::error_text("exit status 1"))
-            }),
-        )
-        .unwrap();
-    // The caller cancels while the body is settling.
-    let _ = ctx
-        .on_waterfall::<ToolsExecute, _>(|call, next| {
-            let caller = call.exec().cancel.clone();
-            async move {
-                let out = next.run(call).await;
-                caller.cancel();
-                out
-            }
-            .boxed()
-        })
-        .unwrap();
-    let result = rt.run(&exec("fails", "{}", None)).await;
-    assert_eq!(result.code(), Some("TIMEOUT"));
-    assert_eq!(result.text(), "Error: took too long");
-
-    // A tool-reported error (an answer, not a failure) is kept as well.
-    let result = rt.run(&exec("reports", "{}", None)).await;
-    assert!(result.is_error);
-    assert_eq!(result.text(), "exit status 1");
-    assert_eq!(result.error, None);
-}
-
 #[tokio::test]
 async fn unknown_tools_and_panicking_bodies_become_error_results() {
     let (ctx, rt) = runtime();
@@ -534,62 +260,6 @@ async fn invalid_json_arguments_reach_the_tool_as_the_raw_string() {
     assert_eq!(result.meta, Some(json!("{not json")));
     let result = rt.run(&exec("t", "", None)).await;
     assert_eq!(result.meta, Some(json!({})));
-}
-
-#[tokio::test]
-async fn an_execute_wrapper_may_replace_the_token_but_not_detach_the_caller() {
-    let (ctx, rt) = runtime();
-    let started = Arc::new(tokio::sync::Notify::new());
-    struct Wait(Arc<tokio::sync::Notify>);
-    #[async_trait::async_trait]
-    impl dsh_tools::Tool for Wait {
-        fn name(&self) -> &str {
-            "wait"
-        }
-        fn description(&self) -> &str {
-            "waits for cancellation"
-        }
-        fn parameters(&self) -> serde_json::Value {
-            json!({"type": "object"})
-        }
-        async fn execute(
-            &self,
-            _: serde_json::Value,
-            call: &dsh_tools::ToolCallContext,
-        ) -> Result<ToolOutput, ToolError> {
-            self.0.notify_one();
-            call.cancel().cancelled().await;
-            Ok(ToolOutput::text("saw cancel"))
-        }
-    }
-    let _ = rt.register(&ctx, Arc::new(Wait(started.clone()))).unwrap();
-    // The wrapper hands the body a fresh, never-cancelled token.
-    let _ = ctx
-        .on_waterfall::<ToolsExecute, _>(|call, next| {
-            next.run(call.with_cancel(CancellationToken::new()))
-        })
-        .unwrap();
-    let e = exec("wait", "{}", None);
-    let run = rt.run(&e);
-    tokio::pin!(run);
-    tokio::select! {
-        _ = &mut run => panic!("must wait"),
-        () = started.notified() => {}
-    }
-    e.cancel.cancel();
-    let result = run.await;
-    assert_eq!(result.code(), Some(TOOL_ABORTED));
-
-    // And a wrapper's own token reaches the body as well.
-    let _ = ctx
-        .on_waterfall::<ToolsExecute, _>(|call, next| {
-            let mine = CancellationToken::new();
-            mine.cancel();
-            next.run(call.with_cancel(mine))
-        })
-        .unwrap();
-    let result = rt.run(&exec("wait", "{}", None)).await;
-    assert_eq!(result.code(), Some(TOOL_ABORTED_BEFORE_DISPATCH));
 }
 
 #[tokio::test]

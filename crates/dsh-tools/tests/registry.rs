@@ -77,10 +77,12 @@ async fn a_duplicate_in_one_layer_is_an_error_and_names_are_validated() {
         rt.register(&root, Recorder::new("t", &out)),
         Err(ToolsError::DuplicateTool { name }) if name == "t"
     ));
-    assert!(matches!(
-        rt.register(&root, Recorder::new("", &out)),
-        Err(ToolsError::InvalidName { .. })
-    ));
+    for bad in ["", "two words", dsh_prompt::TOOL_ORDER_REST] {
+        assert!(matches!(
+            rt.register(&root, Recorder::new(bad, &out)),
+            Err(ToolsError::InvalidName { .. })
+        ));
+    }
     // Removing a registration early makes the name free again.
     let reg = rt.register(&root, Recorder::new("u", &out)).unwrap();
     reg.dispose().await;

@@ -16,6 +16,25 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+/// How a command's output is returned.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // Only its schema matters here.
+enum OutputMode {
+    /// All of it.
+    Full,
+    /// The last lines.
+    Tail,
+}
+
+/// Nested options, to check that nested types are inlined.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)] // Only its schema matters here.
+struct Options {
+    /// Output handling.
+    output: OutputMode,
+}
+
 /// Arguments of the test `bash` tool.
 #[derive(Deserialize, JsonSchema)]
 struct BashArgs {
@@ -24,6 +43,10 @@ struct BashArgs {
     /// Whether the command only reads.
     #[serde(default)]
     read_only: bool,
+    /// Extra options.
+    #[serde(default)]
+    #[allow(dead_code)] // Only its schema matters here.
+    options: Option<Options>,
 }
 
 struct Bash;
@@ -68,6 +91,11 @@ async fn parameters_come_from_the_argument_type() {
     );
     assert_eq!(params["required"], json!(["command"]));
     assert!(params.get("$schema").is_none());
+    assert!(params.get("title").is_none());
+    // Nested types are inlined: no `$ref` a simple server would fail to resolve.
+    let text = params.to_string();
+    assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
+    assert!(text.contains(r#""const":"tail""#), "{text}");
 }
 
 #[tokio::test]

@@ -7,7 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_kernel::{Context, ScopeTag};
 use dsh_session::{CallId, Session, SessionHeader, SessionId, SessionMeta};
-use dsh_tools::{Tool, ToolCallContext, ToolCaller, ToolError, ToolExec, ToolOutput, ToolRuntime};
+use dsh_tools::{
+    Tool, ToolCallContext, ToolCaller, ToolError, ToolExec, ToolOutput, ToolRuntime, ToolsExecute,
+    ToolsPostExecute, ToolsPreExecute, ToolsResult,
+};
+use futures::FutureExt;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -145,4 +149,48 @@ where
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         (self.f)(args, call)
     }
+}
+
+/// Registers listeners on every phase that log their names.
+pub fn observe_phases(ctx: &Context, log: &Log) {
+    let l = log.clone();
+    let _ = ctx
+        .on_waterfall::<ToolsPreExecute, _>(move |exec, next| {
+            push(&l, format!("pre:{}", exec.call_id));
+            next.run(exec)
+        })
+        .unwrap();
+    let l = log.clone();
+    let _ = ctx
+        .on_waterfall::<ToolsExecute, _>(move |call, next| {
+            let l = l.clone();
+            async move {
+                push(&l, "execute:enter");
+                let out = next.run(call).await;
+                push(&l, "execute:leave");
+                out
+            }
+            .boxed()
+        })
+        .unwrap();
+    let l = log.clone();
+    let _ = ctx
+        .on_waterfall::<ToolsPostExecute, _>(move |input, next| {
+            push(&l, format!("post:{}", input.result().text()));
+            next.run(input)
+        })
+        .unwrap();
+    let l = log.clone();
+    let _ = ctx
+        .on::<ToolsResult>(move |n| push(&l, format!("result:{}", n.result.text())))
+        .unwrap();
+}
+
+/// The texts of a result's additional contexts, in order.
+pub fn context_texts(result: &dsh_tools::ToolCallResult) -> Vec<String> {
+    result
+        .additional_contexts
+        .iter()
+        .map(dsh_session::Message::text)
+        .collect()
 }

@@ -226,6 +226,29 @@ pub fn gated(gate: &Gate, script: Script) -> Script {
     out
 }
 
+/// Resolves once `agent`'s log holds an event matching `pred` (already there, or appended
+/// later).
+pub async fn until(agent: &AgentRef, pred: impl Fn(&SessionEvent) -> bool + Send + Sync + 'static) {
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let n = notify.clone();
+    let reg = agent
+        .ctx()
+        .on::<SessionEventFired>(move |_| n.notify_waiters())
+        .unwrap();
+    loop {
+        let notified = notify.notified();
+        if agent.session().events().iter().any(|e| pred(e)) {
+            break;
+        }
+        notified.await;
+    }
+    reg.dispose().await;
+}
+
+pub fn is(ty: &'static str) -> impl Fn(&SessionEvent) -> bool + Send + Sync + 'static {
+    move |e| e.type_name() == ty
+}
+
 pub fn assert_balanced(agent: &AgentRef) {
     check_balanced(&agent.session().events()).unwrap();
 }

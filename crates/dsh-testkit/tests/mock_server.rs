@@ -102,3 +102,22 @@ async fn a_held_stream_observes_the_client_going_away() {
         .expect("the server saw the disconnect");
     assert_eq!(server.disconnects(), 1);
 }
+
+#[test]
+fn tool_call_and_reasoning_conveniences_produce_well_formed_streams() {
+    let server = MockServer::start();
+    server.push(MockResponse::tool_calls([
+        ("call_1", "bash", r#"{"command":"ls -la"}"#),
+        ("call_2", "read", r#"{"path":"a"}"#),
+    ]));
+    server.push(MockResponse::reasoning_then_text("hmm", "ok"));
+    let answer = blocking_post(&server, "/chat/completions", &json!({"messages": []}));
+    assert!(
+        answer.contains(r#""finish_reason":"tool_calls""#),
+        "{answer}"
+    );
+    assert!(answer.contains(r#""index":1,"id":"call_2""#), "{answer}");
+    let answer = blocking_post(&server, "/chat/completions", &json!({"messages": []}));
+    assert!(answer.contains(r#""reasoning_content":"hmm""#), "{answer}");
+    assert!(answer.contains("prompt_cache_hit_tokens"), "{answer}");
+}

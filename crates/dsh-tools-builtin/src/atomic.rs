@@ -61,9 +61,10 @@ pub(crate) fn write_atomic(
     let dir = target
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    let name = target
+    // Shortened so the temporary name stays within NAME_MAX however long the target's is.
+    let name: String = target
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
+        .map(|n| n.to_string_lossy().chars().take(100).collect())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     let (mut file, temp) = create_temp(dir, &name)?;
     let mut guard = TempGuard(Some(temp.clone()));
@@ -75,5 +76,11 @@ pub(crate) fn write_atomic(
     drop(file);
     fs::rename(&temp, target)?;
     guard.0 = None;
-    File::open(dir)?.sync_all()
+    // The new content is durable and in place; flushing the directory makes the rename
+    // durable too. Some file systems refuse to fsync a directory: that must not turn a
+    // completed replacement into a reported failure.
+    if let Err(error) = File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::warn!(dir = %dir.display(), %error, "could not flush the directory after a write");
+    }
+    Ok(())
 }

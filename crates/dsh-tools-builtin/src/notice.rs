@@ -26,11 +26,14 @@ const MAX_LABEL_CHARS: usize = 80;
 /// Longest `summary` of a notice source.
 const MAX_SUMMARY_CHARS: usize = 120;
 
+/// `text` in at most `max` characters, the last one an ellipsis when it was cut.
 fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
+    if text.chars().count() <= max {
+        return text.to_owned();
     }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// The user message announcing `done`; `command` is the task's command line when known.
@@ -124,4 +127,29 @@ pub(crate) fn watch(ctx: &Context, executor: &dyn ShellExecutor) -> Result<(), B
         return Err(error.into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_shell::TaskStatus;
+
+    use super::*;
+
+    #[test]
+    fn long_commands_and_summaries_are_cut_to_their_limits() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "ab…");
+        let done = TaskDone {
+            id: TaskId::new("bash-1"),
+            status: TaskStatus::Completed { exit_code: 0 },
+            owner: Some("a".into()),
+        };
+        let message = notice_message(&done, Some(&"x".repeat(500)));
+        assert!(message.text().contains(&format!("(`{}…`)", "x".repeat(79))));
+        let MessageSource::Plugin { extra, .. } = &message.source else {
+            panic!("not a plugin message");
+        };
+        let summary = extra["summary"].as_str().unwrap();
+        assert!(summary.chars().count() <= MAX_SUMMARY_CHARS);
+    }
 }

@@ -353,6 +353,19 @@ async fn invalid_arguments_are_specific_error_results() {
 }
 
 #[tokio::test]
+async fn extra_model_supplied_keys_are_ignored() {
+    let w = world().await;
+    let args = json!({
+        "command": r#"printf '%s' "${INJECTED-unset}""#,
+        "description": "try to smuggle an env var",
+        "env": {"INJECTED": "yes"},
+        "stdin": "data",
+    });
+    assert_eq!(output(&w, args).await, "unset");
+    w.shutdown().await;
+}
+
+#[tokio::test]
 async fn without_a_shell_executor_bash_fails_clearly() {
     let ctx = Context::new();
     let runtime = ToolRuntime::new(&ctx);

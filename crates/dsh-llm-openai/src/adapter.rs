@@ -188,14 +188,17 @@ struct Running {
     key: Option<Secret>,
 }
 
-impl Inner {
-    fn redact(&self, key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
-        if let Some(key) = key.map(Secret::expose).filter(|k| !k.is_empty()) {
-            failure.message = failure.message.replace(key, "***");
-        }
-        failure
+/// Removes the key from a failure message. Providers and proxies sometimes echo the key in
+/// error bodies, and transport errors may quote request details; nothing the user sees may
+/// contain it.
+fn redact(key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
+    if let Some(key) = key.map(Secret::expose).filter(|k| !k.is_empty()) {
+        failure.message = failure.message.replace(key, "***");
     }
+    failure
+}
 
+impl Inner {
     /// Sends the request and reads the response head.
     async fn open(&self, options: GenerateOptions) -> Result<Box<Running>, LlmFailure> {
         let key = self.config.api_key.resolve()?;
@@ -235,7 +238,7 @@ impl Inner {
                         FailureCode::Transport,
                         format!("could not reach {}: {}", self.endpoint, error_chain(&e)),
                     );
-                    return Err(self.redact(key.as_ref(), failure));
+                    return Err(redact(key.as_ref(), failure));
                 }
                 Ok(Ok(response)) => response,
             },
@@ -254,7 +257,7 @@ impl Inner {
             };
             let failure =
                 failure_from_response(&self.config.route, status.as_u16(), &headers, &body);
-            return Err(self.redact(key.as_ref(), failure));
+            return Err(redact(key.as_ref(), failure));
         }
         Ok(Box::new(Running {
             body: response.bytes_stream().boxed(),
@@ -386,15 +389,7 @@ impl Running {
         self.events = events;
     }
 
-    fn redact(&self, mut failure: LlmFailure) -> LlmFailure {
-        if let Some(key) = self
-            .key
-            .as_ref()
-            .map(Secret::expose)
-            .filter(|k| !k.is_empty())
-        {
-            failure.message = failure.message.replace(key, "***");
-        }
-        failure
+    fn redact(&self, failure: LlmFailure) -> LlmFailure {
+        redact(self.key.as_ref(), failure)
     }
 }

@@ -7,6 +7,39 @@
 //! loop bug that would be rejected in production fails the test that caused it.
 //!
 //! Each module is self-contained so other harness pieces can be added beside them.
+//!
+//! A loop test scripts the model in process:
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::sync::Arc;
+//! use dsh_llm::Llm;
+//! use dsh_testkit::{Script, ScriptedAdapter};
+//!
+//! let llm = Llm::new();
+//! let model = Arc::new(ScriptedAdapter::with_scripts([
+//!     Script::tool_call("call_1", "bash", r#"{"command":"ls"}"#),
+//!     Script::text("done"),
+//! ]));
+//! model.register(&llm).unwrap();
+//! // ... run the loop against `llm` with provider "scripted" ...
+//! assert!(model.violations().is_empty());
+//! # }
+//! ```
+//!
+//! An adapter or binary test points a base URL (e.g. `DEEPSEEK_BASE_URL`) at a real server:
+//!
+//! ```no_run
+//! use dsh_testkit::{MockResponse, MockServer};
+//!
+//! let server = MockServer::start();
+//! server.push(MockResponse::text("Hello"));
+//! let (held, hold) = MockResponse::text("never finishes").hold_after(2);
+//! server.push(held);
+//! // spawn `dsh` with DEEPSEEK_BASE_URL=server.url() ...
+//! assert!(server.violations().is_empty());
+//! # drop(hold);
+//! ```
 
 mod gate;
 mod mock_response;

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::gate::{Gate, Hold};
-use crate::sse::ChatStream;
+use crate::sse::{ChatStream, usage_deepseek};
 
 /// One piece of an SSE body, written as its own HTTP chunk and flushed.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,6 +89,38 @@ impl MockResponse {
                 .done()
                 .build(),
         )
+    }
+
+    /// A DeepSeek thinking-mode answer: an empty first reasoning chunk, `reasoning`, then
+    /// `text`, finish `stop` with DeepSeek usage, `[DONE]`.
+    pub fn reasoning_then_text(reasoning: &str, text: &str) -> Self {
+        Self::sse(
+            ChatStream::new("mock-model")
+                .role_with_empty_reasoning()
+                .reasoning(reasoning)
+                .text(text)
+                .finish_with_usage(
+                    "stop",
+                    usage_deepseek(10, (reasoning.len() + text.len()) as u64, 0, None),
+                )
+                .done()
+                .build(),
+        )
+    }
+
+    /// One tool call with its arguments split over several chunks, finish `tool_calls`.
+    pub fn tool_call(id: &str, name: &str, arguments: &str) -> Self {
+        Self::tool_calls([(id, name, arguments)])
+    }
+
+    /// Several tool calls in order (each split over several chunks), finish `tool_calls`.
+    pub fn tool_calls<'a>(calls: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>) -> Self {
+        let mut stream = ChatStream::new("mock-model").role();
+        for (i, (id, name, arguments)) in calls.into_iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            stream = stream.tool_call(index, id, name, arguments, 8);
+        }
+        Self::sse(stream.finish("tool_calls").usage(10, 10).done().build())
     }
 
     /// A non-2xx answer with `body` verbatim (`application/json`).

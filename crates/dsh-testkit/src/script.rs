@@ -64,6 +64,14 @@ impl Script {
         self.then(Step::WaitFor(gate.clone()))
     }
 
+    /// Inserts a park-at-gate step before step `position` (clamped to the end), so a test can
+    /// stop any built script midway: `Script::text("abc").wait_at(2, &gate)`.
+    pub fn wait_at(mut self, position: usize, gate: &Gate) -> Self {
+        let at = position.min(self.steps.len());
+        self.steps.insert(at, Step::WaitFor(gate.clone()));
+        self
+    }
+
     /// Appends an adapter failure.
     pub fn fail(self, failure: LlmFailure) -> Self {
         self.then(Step::Fail(failure))

@@ -1,0 +1,315 @@
+//! Every failure class of the adapter, against the mock server over real TCP.
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use common::*;
+use dsh_llm::{FailureCode, FinishReason, LlmFailure, StreamChunk};
+use dsh_llm_openai::{ApiKeySource, OpenAiAdapter, OpenAiAdapterConfig};
+use dsh_testkit::sse::ChatStream;
+use dsh_testkit::{MockResponse, MockServer, SseFrame};
+
+async fn fail_with(response: MockResponse) -> (LlmFailure, Vec<StreamChunk>) {
+    let server = MockServer::start();
+    server.push(response);
+    let llm = deepseek(&server);
+    let chunks = run(&llm, options("deepseek-v4-flash")).await;
+    (error(&chunks), chunks)
+}
+
+#[tokio::test]
+async fn http_error_statuses_and_wording_map_to_normalized_codes() {
+    let cases: Vec<(MockResponse, FailureCode, u16, &str)> = vec![
+        (
+            MockResponse::error_json(401, "Authentication Fails", "authentication_error", None),
+            FailureCode::Auth,
+            401,
+            "Authentication Fails",
+        ),
+        (
+            MockResponse::error_json(403, "Forbidden region", "permission_error", None),
+            FailureCode::Auth,
+            403,
+            "Forbidden region",
+        ),
+        (
+            MockResponse::error_json(402, "Insufficient Balance", "unknown_error", None),
+            FailureCode::Quota,
+            402,
+            "Insufficient Balance",
+        ),
+        (
+            MockResponse::error_json(
+                429,
+                "You exceeded your current quota, please check your plan",
+                "insufficient_quota",
+                Some("insufficient_quota"),
+            ),
+            FailureCode::Quota,
+            429,
+            "current quota",
+        ),
+        (
+            MockResponse::error_json(429, "Rate limit reached", "rate_limit_error", None),
+            FailureCode::RateLimit,
+            429,
+            "Rate limit reached",
+        ),
+        (
+            MockResponse::error(413, "request entity too large"),
+            FailureCode::InvalidRequest,
+            413,
+            "too large",
+        ),
+        (
+            MockResponse::error_json(
+                400,
+                "This model's maximum context length is 131072 tokens. However, you requested 200000 tokens",
+                "invalid_request_error",
+                Some("context_length_exceeded"),
+            ),
+            FailureCode::ContextWindowExceeded,
+            400,
+            "maximum context length",
+        ),
+        (
+            MockResponse::error_json(
+                400,
+                "Invalid 'messages[1].role'",
+                "invalid_request_error",
+                None,
+            ),
+            FailureCode::InvalidRequest,
+            400,
+            "messages[1].role",
+        ),
+        (
+            MockResponse::error_json(500, "Internal error", "server_error", None),
+            FailureCode::Server,
+            500,
+            "Internal error",
+        ),
+        (
+            MockResponse::error(503, "upstream connect error"),
+            FailureCode::Server,
+            503,
+            "upstream connect error",
+        ),
+        (
+            MockResponse::error(418, "I'm a teapot"),
+            FailureCode::Http(418),
+            418,
+            "teapot",
+        ),
+    ];
+    let server = MockServer::start();
+    for (response, ..) in &cases {
+        server.push(response.clone());
+    }
+    let llm = deepseek(&server);
+    for (_, code, status, wording) in cases {
+        let failure = error(&run(&llm, options("m")).await);
+        assert_eq!(failure.code, code, "{failure}");
+        assert_eq!(failure.status, Some(status), "{failure}");
+        assert!(failure.message.contains(wording), "{failure}");
+        assert!(failure.message.contains("deepseek"), "{failure}");
+        assert_eq!(failure.code.to_string(), code.to_string());
+    }
+    assert_eq!(
+        FailureCode::Http(418).to_string(),
+        "HTTP_418",
+        "wire spelling"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_keeps_retry_after_seconds_and_the_request_id() {
+    let (failure, _) = fail_with(
+        MockResponse::error_json(429, "slow down", "rate_limit_error", None)
+            .with_retry_after("7")
+            .with_request_id("req-123"),
+    )
+    .await;
+    assert_eq!(failure.code, FailureCode::RateLimit);
+    assert_eq!(failure.provider_retry_after_ms, Some(7_000));
+    assert_eq!(failure.request_id.as_deref(), Some("req-123"));
+
+    let (failure, _) =
+        fail_with(MockResponse::error(503, "busy").with_header("x-deepseek-request-id", "ds-9"))
+            .await;
+    assert_eq!(failure.request_id.as_deref(), Some("ds-9"));
+    assert_eq!(failure.provider_retry_after_ms, None);
+}
+
+#[tokio::test]
+async fn retry_after_as_an_http_date_becomes_milliseconds_from_now() {
+    let at = SystemTime::now() + Duration::from_secs(120);
+    let (failure, _) =
+        fail_with(MockResponse::error(429, "later").with_retry_after(&httpdate::fmt_http_date(at)))
+            .await;
+    let ms = failure.provider_retry_after_ms.unwrap();
+    // HTTP dates have one-second resolution; the test itself takes well under a minute.
+    assert!((60_000..=120_000).contains(&ms), "{ms}");
+}
+
+#[tokio::test]
+async fn connection_refused_is_transport_naming_the_endpoint_but_not_the_key() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let llm = with_config(deepseek_config(&format!("http://127.0.0.1:{port}")));
+    let failure = error(&run(&llm, options("m")).await);
+    assert_eq!(failure.code, FailureCode::Transport);
+    assert!(
+        failure
+            .message
+            .contains(&format!("127.0.0.1:{port}/chat/completions")),
+        "{failure}"
+    );
+    assert!(!failure.message.contains(KEY));
+}
+
+#[tokio::test]
+async fn malformed_json_event_is_malformed_response() {
+    let (failure, _) = fail_with(MockResponse::sse(
+        ChatStream::new("m")
+            .role()
+            .frame(SseFrame::Data("{not json".into()))
+            .done()
+            .build(),
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::MalformedResponse);
+}
+
+#[tokio::test]
+async fn eof_without_done_is_stream_closed_after_the_chunks_so_far() {
+    let (failure, chunks) = fail_with(MockResponse::sse(
+        ChatStream::new("m")
+            .role()
+            .text("abc")
+            .finish("stop")
+            .build(),
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::StreamClosed);
+    assert!(chunks.contains(&StreamChunk::TextDelta {
+        index: 0,
+        text: "abc".into()
+    }));
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_is_transport() {
+    let (failure, _) = fail_with(
+        MockResponse::sse(ChatStream::new("m").role().text("abc").build()).cut_connection(),
+    )
+    .await;
+    assert_eq!(failure.code, FailureCode::Transport, "{failure}");
+    assert!(!failure.message.contains(KEY));
+}
+
+#[tokio::test]
+async fn an_answer_without_content_is_empty_response_after_its_usage() {
+    let (failure, chunks) = fail_with(MockResponse::sse(
+        ChatStream::new("m")
+            .role()
+            .finish("stop")
+            .usage(10, 0)
+            .done()
+            .build(),
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::EmptyResponse);
+    assert!(matches!(chunks[0], StreamChunk::Usage { .. }));
+    let (failure, _) = fail_with(MockResponse::sse([])).await;
+    assert_eq!(failure.code, FailureCode::EmptyResponse);
+}
+
+#[tokio::test]
+async fn unknown_finish_reasons_become_upper_cased_error_codes() {
+    let (failure, _) = fail_with(MockResponse::sse(
+        ChatStream::new("m")
+            .text("bad")
+            .finish("content_filter")
+            .done()
+            .build(),
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::Other("CONTENT_FILTER".into()));
+}
+
+#[tokio::test]
+async fn an_error_object_inside_the_stream_is_classified() {
+    let (failure, _) = fail_with(MockResponse::sse([SseFrame::Data(
+        r#"{"error":{"message":"model overloaded","type":"server_error"}}"#.into(),
+    )]))
+    .await;
+    assert_eq!(failure.code, FailureCode::Server);
+    assert!(failure.message.contains("model overloaded"));
+}
+
+#[tokio::test]
+async fn the_api_key_never_appears_in_failures_or_debug_output() {
+    let server = MockServer::start();
+    server.push(MockResponse::error_json(
+        401,
+        &format!("Incorrect API key provided: {KEY}"),
+        "invalid_request_error",
+        Some(KEY),
+    ));
+    server.push(MockResponse::error(500, format!("proxy saw Bearer {KEY}")));
+    server.push(MockResponse::sse([SseFrame::Data(format!(
+        r#"{{"error":{{"message":"key {KEY} revoked"}}}}"#
+    ))]));
+    let config = deepseek_config(&server.url());
+    let adapter = OpenAiAdapter::new(config.clone()).unwrap();
+    let llm = dsh_llm::Llm::new();
+    adapter.register(&llm).unwrap();
+    let mut texts = vec![
+        format!("{config:?}"),
+        format!("{adapter:?}"),
+        format!("{llm:?}"),
+    ];
+    for _ in 0..3 {
+        let chunks = run(&llm, options("m")).await;
+        let failure = error(&chunks);
+        texts.push(failure.to_string());
+        texts.push(format!("{failure:?}"));
+        texts.push(serde_json::to_string(&chunks).unwrap());
+    }
+    for text in &texts {
+        assert!(!text.contains(KEY), "key leaked: {text}");
+    }
+    assert!(texts[3].contains("***"), "{}", texts[3]);
+}
+
+#[tokio::test]
+async fn missing_or_malformed_keys_fail_before_any_request() {
+    let server = MockServer::start();
+    let missing = OpenAiAdapterConfig::deepseek(
+        server.url(),
+        ApiKeySource::Missing {
+            env: "DEEPSEEK_API_KEY".into(),
+        },
+    );
+    let failure = error(&run(&with_config(missing), options("m")).await);
+    assert_eq!(failure.code, FailureCode::MissingCredential);
+    assert!(failure.message.contains("DEEPSEEK_API_KEY"));
+
+    let malformed =
+        OpenAiAdapterConfig::deepseek(server.url(), ApiKeySource::value("sk-with space"));
+    let failure = error(&run(&with_config(malformed), options("m")).await);
+    assert_eq!(failure.code, FailureCode::InvalidCredential);
+    assert!(!failure.message.contains("sk-with space"));
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_finish_error_is_not_mistaken_for_an_abort() {
+    let (failure, chunks) = fail_with(MockResponse::error(500, "x")).await;
+    assert_eq!(failure.code, FailureCode::Server);
+    assert!(matches!(finish(&chunks), FinishReason::Error { .. }));
+}

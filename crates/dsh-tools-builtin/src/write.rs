@@ -1,0 +1,138 @@
+//! The `write` tool: creates a file, or replaces one this session has read and that has not
+//! changed since.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_session::SessionId;
+use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::atomic::write_atomic;
+use crate::observe::{FileObservations, FileVersion};
+use crate::path::{display, non_empty, resolve, working_dir};
+
+const DESCRIPTION: &str = "\
+Writes a file with the given content, creating it (and missing parent directories) or \
+replacing it entirely.
+
+- `file_path` may be relative to the session's working directory or absolute.
+- To replace an existing file you must have read it with `read` in this session, and it must \
+not have changed since; otherwise the call is refused and you should read it, then retry.
+- Prefer `edit` for changing part of an existing file.";
+
+/// Arguments of `write`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct WriteArgs {
+    /// The file to write, relative to the session's working directory or absolute.
+    pub file_path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// The `write` tool. Exclusive: it changes files other calls may be reading.
+#[derive(Debug, Clone)]
+pub struct WriteTool {
+    observations: Arc<FileObservations>,
+}
+
+impl WriteTool {
+    /// A tool checking and updating `observations`.
+    pub fn new(observations: Arc<FileObservations>) -> Self {
+        Self { observations }
+    }
+}
+
+pub(crate) fn fs_error(shown: &str, e: &io::Error) -> ToolError {
+    ToolError::new(format!("cannot write {shown}: {e}"))
+}
+
+fn write_blocking(
+    observations: &FileObservations,
+    session: Option<&SessionId>,
+    path: &Path,
+    shown: &str,
+    content: &[u8],
+) -> Result<String, ToolError> {
+    let created = match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolError::new(format!("{shown} is a directory")));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(ToolError::new(format!("{shown} is not a regular file")));
+        }
+        Ok(meta) => {
+            observations
+                .check(session, path, FileVersion::of(&meta))
+                .map_err(|v| v.into_error(shown))?;
+            // Through a symlink, replace the file it points at, not the link.
+            let target = fs::canonicalize(path).map_err(|e| fs_error(shown, &e))?;
+            write_atomic(&target, content, Some(meta.permissions()))
+                .map_err(|e| fs_error(shown, &e))?;
+            false
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs::symlink_metadata(path).is_ok() {
+                return Err(ToolError::new(format!(
+                    "{shown} is a symbolic link to a missing file; write to its target instead"
+                )));
+            }
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(|e| fs_error(shown, &e))?;
+            }
+            write_atomic(path, content, None).map_err(|e| fs_error(shown, &e))?;
+            true
+        }
+        Err(e) => return Err(fs_error(shown, &e)),
+    };
+    // The session wrote this version, so it may go on editing it without another read.
+    let meta = fs::metadata(path).map_err(|e| fs_error(shown, &e))?;
+    observations.record(session, path, Some(FileVersion::of(&meta)));
+    let verb = if created { "Created" } else { "Updated" };
+    Ok(format!("{verb} file {shown} ({} bytes)", content.len()))
+}
+
+#[async_trait]
+impl TypedTool for WriteTool {
+    type Args = WriteArgs;
+
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    async fn run(&self, args: WriteArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        non_empty("file_path", &args.file_path)?;
+        let base = working_dir(call)?;
+        let path = resolve(&base, &args.file_path);
+        let shown = display(&base, &path);
+        let session = call.caller().map(|c| c.agent_id.clone());
+        let observations = self.observations.clone();
+        let text = tokio::task::spawn_blocking(move || {
+            write_blocking(
+                &observations,
+                session.as_ref(),
+                &path,
+                &shown,
+                args.content.as_bytes(),
+            )
+        })
+        .await
+        .map_err(|e| ToolError::new(format!("write failed: {e}")))??;
+        Ok(ToolOutput::text(text))
+    }
+
+    fn present_call(&self, args: &WriteArgs) -> Option<ToolPresentation> {
+        Some(ToolPresentation::Generic {
+            title: format!("Write {}", args.file_path),
+            kind: ToolKind::Edit,
+        })
+    }
+}

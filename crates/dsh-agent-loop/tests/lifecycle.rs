@@ -1,0 +1,472 @@
+//! Creation and disposal (seed 000 decision 2, DESIGN R5, spec/core.md §8.2–8.3, §10.6).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use dsh_agent::events::{AgentCreated, AgentDisposed, AgentSessionStart, AgentStatusChanged};
+use dsh_agent::*;
+use dsh_kernel::BoxError;
+use dsh_prompt::Section;
+use dsh_session::*;
+use dsh_testkit::Script;
+use futures::FutureExt;
+use parking_lot::Mutex;
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn lifecycle_log(h: &H) -> Log {
+    let log: Log = Arc::default();
+    let l = log.clone();
+    let _ = h
+        .ctx
+        .on::<SessionCreated>(move |s| l.lock().push(format!("session-created:{}", s.id())))
+        .unwrap();
+    let l = log.clone();
+    let _ = h
+        .ctx
+        .on::<AgentCreated>(move |a| l.lock().push(format!("agent-created:{}", a.id())))
+        .unwrap();
+    let l = log.clone();
+    let _ = h
+        .ctx
+        .on::<AgentSessionStart>(move |n| l.lock().push(format!("session-start:{}", n.agent.id())))
+        .unwrap();
+    let (l, store) = (log.clone(), h.core.store.clone());
+    let _ = h
+        .ctx
+        .on::<AgentDisposed>(move |a| {
+            l.lock().push(format!(
+                "agent-disposed:{}(session-stored={})",
+                a.id(),
+                store.get(a.id()).is_some()
+            ))
+        })
+        .unwrap();
+    let l = log.clone();
+    let _ = h
+        .ctx
+        .on::<SessionDisposed>(move |s| l.lock().push(format!("session-disposed:{}", s.id())))
+        .unwrap();
+    log
+}
+
+fn opts(id: &str) -> CreateAgentOptions {
+    CreateAgentOptions {
+        session_id: Some(id.into()),
+        agent_options: AgentOptions::route("scripted", "m"),
+        ..CreateAgentOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn publication_happens_after_setup_in_the_documented_order() {
+    let h = harness().await;
+    let log = lifecycle_log(&h);
+    let (l, registry) = (log.clone(), h.core.registry.clone());
+    let mut options = opts("a");
+    options.setup = Some(Box::new(move |_ctx| {
+        async move {
+            l.lock().push(format!(
+                "setup(registered={})",
+                registry.get(&"a".into()).is_some()
+            ));
+            let l2 = l.clone();
+            Ok(Some(Box::new(move || {
+                l2.lock().push("commit".into());
+                Ok(())
+            }) as Commit))
+        }
+        .boxed()
+    }));
+    let handle = h.core.registry.create(&h.ctx, options).await.unwrap();
+    assert_eq!(
+        *log.lock(),
+        [
+            "setup(registered=false)",
+            "commit",
+            "session-created:a",
+            "agent-created:a",
+            "session-start:a"
+        ]
+    );
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn teardown_order_drains_the_turn_while_the_session_is_still_attached() {
+    let h = harness().await;
+    h.script(Script::new().hang_until_cancelled());
+    let log = lifecycle_log(&h);
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    let (l, store) = (log.clone(), h.core.store.clone());
+    let _ = h
+        .ctx
+        .on::<SessionEventFired>(move |n| {
+            if n.event.type_name() == "turn/end" {
+                l.lock().push(format!(
+                    "turn-end(session-stored={})",
+                    store.get(n.session.id()).is_some()
+                ));
+            }
+        })
+        .unwrap();
+    a.followup(Message::user_text("go")).unwrap();
+    h.adapter.wait_for_requests(1).await;
+    handle.dispose().await;
+    let tail: Vec<String> = log.lock().iter().skip(3).cloned().collect();
+    assert_eq!(
+        tail,
+        [
+            "turn-end(session-stored=true)",
+            "agent-disposed:s(session-stored=true)",
+            "session-disposed:s"
+        ]
+    );
+    assert_eq!(turn_ends(&a), [aborted(CancelCause::Disposed)]);
+    assert!(h.core.registry.get(&"s".into()).is_none());
+    assert!(h.core.store.get(&"s".into()).is_none());
+    assert_balanced(&a);
+}
+
+#[tokio::test]
+async fn disposal_mid_turn_never_starts_the_queued_tail_and_reports_running_then_idle() {
+    let h = harness().await;
+    h.script(Script::new().hang_until_cancelled());
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    a.followup(Message::user_text("one")).unwrap();
+    a.followup(Message::user_text("two")).unwrap();
+    h.adapter.wait_for_requests(1).await;
+    handle.dispose().await;
+    assert_eq!(h.adapter.requests().len(), 1);
+    assert_eq!(
+        h.statuses_of("s"),
+        [AgentStatus::Running, AgentStatus::Idle]
+    );
+    assert_eq!(user_texts(&a), ["one"]);
+}
+
+#[tokio::test]
+async fn disposal_from_the_running_status_listener_stops_before_turn_start() {
+    let h = harness().await;
+    let slot: Arc<Mutex<Option<AgentHandle>>> = Arc::default();
+    let pending: Arc<Mutex<Option<futures::future::BoxFuture<'static, ()>>>> = Arc::default();
+    let (s, p) = (slot.clone(), pending.clone());
+    let _ = h
+        .ctx
+        .on::<AgentStatusChanged>(move |c| {
+            if c.status == AgentStatus::Running
+                && let Some(handle) = s.lock().take()
+            {
+                *p.lock() = Some(handle.dispose());
+            }
+        })
+        .unwrap();
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    *slot.lock() = Some(handle);
+    a.followup(Message::user_text("go")).unwrap();
+    let dispose = pending.lock().take().unwrap();
+    dispose.await;
+    assert!(!types(&a).contains(&"turn/start".to_owned()));
+    assert!(h.adapter.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_wake_after_disposal_began_is_not_latched() {
+    let h = harness().await;
+    h.script(Script::new().hang_until_cancelled());
+    h.script(Script::text("never"));
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    a.followup(Message::user_text("one")).unwrap();
+    h.adapter.wait_for_requests(1).await;
+    let disposing = handle.dispose();
+    let _ = a.followup(Message::user_text("late"));
+    disposing.await;
+    assert_eq!(h.adapter.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn racing_disposers_share_one_boundary_and_the_id_becomes_reusable() {
+    let h = harness().await;
+    let owner = h.ctx.child("owner").unwrap();
+    let handle = h.core.registry.create(&owner, opts("r")).await.unwrap();
+    let h2 = handle.clone();
+    futures::join!(handle.dispose(), h2.dispose(), owner.scope().dispose());
+    assert!(h.core.registry.get(&"r".into()).is_none());
+    let again = h.core.registry.create(&h.ctx, opts("r")).await.unwrap();
+    again.dispose().await;
+}
+
+#[tokio::test]
+async fn the_owners_scope_disposal_tears_the_agent_down() {
+    let h = harness().await;
+    let owner = h.ctx.child("owner").unwrap();
+    let handle = h.core.registry.create(&owner, opts("owned")).await.unwrap();
+    let a = handle.agent().clone();
+    owner.scope().dispose().await;
+    assert!(h.core.registry.get(&"owned".into()).is_none());
+    assert!(h.core.store.get(&"owned".into()).is_none());
+    assert!(
+        a.ctx().on::<AgentCreated>(|_| {}).is_err(),
+        "its context is inactive"
+    );
+}
+
+#[tokio::test]
+async fn handle_disposal_removes_the_owner_effect() {
+    let h = harness().await;
+    let owner = h.ctx.child("owner").unwrap();
+    let handle = h.core.registry.create(&owner, opts("x")).await.unwrap();
+    handle.dispose().await;
+    // Creating the same id again under the same owner works, and disposing the owner later
+    // touches only the new agent.
+    let second = h.core.registry.create(&owner, opts("x")).await.unwrap();
+    let a = second.agent().clone();
+    owner.scope().dispose().await;
+    assert!(h.core.registry.get(a.id()).is_none());
+}
+
+#[tokio::test]
+async fn concurrent_same_id_creation_publishes_exactly_one() {
+    let h = harness().await;
+    let (a, b) = futures::join!(
+        h.core.registry.create(&h.ctx, opts("same")),
+        h.core.registry.create(&h.ctx, opts("same"))
+    );
+    let (ok, err) = match (a, b) {
+        (Ok(ok), Err(err)) | (Err(err), Ok(ok)) => (ok, err),
+        other => panic!("expected one winner: {other:?}"),
+    };
+    assert!(err.to_string().contains("already exists"), "{err}");
+    assert_eq!(h.core.registry.list().len(), 1);
+    ok.dispose().await;
+    assert!(h.core.registry.list().is_empty());
+    assert!(h.core.store.list().is_empty());
+}
+
+#[tokio::test]
+async fn a_rejecting_setup_publishes_nothing_and_releases_the_id() {
+    let h = harness().await;
+    let log = lifecycle_log(&h);
+    let mut options = opts("fail");
+    options.setup = Some(Box::new(|_| {
+        async { Err::<Option<Commit>, BoxError>("no".into()) }.boxed()
+    }));
+    let err = h.core.registry.create(&h.ctx, options).await.unwrap_err();
+    assert!(err.to_string().contains("setup failed"), "{err}");
+    assert!(log.lock().is_empty());
+    let ok = h.core.registry.create(&h.ctx, opts("fail")).await.unwrap();
+    ok.dispose().await;
+}
+
+#[tokio::test]
+async fn a_throwing_agent_created_listener_rolls_back_with_paired_edges() {
+    let h = harness().await;
+    let log = lifecycle_log(&h);
+    let _ = h
+        .ctx
+        .on_fallible::<AgentCreated>(|a| {
+            if a.id() == "veto" {
+                Err("vetoed".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+    assert!(h.core.registry.create(&h.ctx, opts("veto")).await.is_err());
+    assert_eq!(
+        *log.lock(),
+        [
+            "session-created:veto",
+            "agent-created:veto",
+            "agent-disposed:veto(session-stored=true)",
+            "session-disposed:veto"
+        ]
+    );
+    assert!(h.core.registry.get(&"veto".into()).is_none());
+}
+
+#[tokio::test]
+async fn a_throwing_session_created_listener_emits_no_agent_disposal() {
+    let h = harness().await;
+    let log = lifecycle_log(&h);
+    let _ = h
+        .ctx
+        .on_fallible::<SessionCreated>(|s| {
+            if s.id() == "veto" {
+                Err("vetoed".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+    assert!(h.core.registry.create(&h.ctx, opts("veto")).await.is_err());
+    assert_eq!(
+        *log.lock(),
+        ["session-created:veto", "session-disposed:veto"]
+    );
+    h.core
+        .registry
+        .create(&h.ctx, opts("other"))
+        .await
+        .unwrap()
+        .dispose()
+        .await;
+}
+
+#[tokio::test]
+async fn a_cancelled_creation_token_aborts_setup_but_not_a_returned_handle() {
+    let h = harness().await;
+    let token = tokio_util::sync::CancellationToken::new();
+    token.cancel();
+    let mut options = opts("pre");
+    options.cancel = Some(token);
+    let err = h.core.registry.create(&h.ctx, options).await.unwrap_err();
+    assert!(err.to_string().contains("creation aborted"), "{err}");
+    assert!(h.core.store.get(&"pre".into()).is_none());
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let mut options = opts("live");
+    options.cancel = Some(token.clone());
+    let handle = h.core.registry.create(&h.ctx, options).await.unwrap();
+    token.cancel();
+    assert!(h.core.registry.get(&"live".into()).is_some());
+    handle.dispose().await;
+}
+
+#[tokio::test]
+async fn scoped_persona_is_visible_only_to_its_agent_and_gone_after_dispose() {
+    let h = harness().await;
+    h.script(Script::text("a"));
+    h.script(Script::text("b"));
+    let mut options = opts("a");
+    let prompt = h.core.prompt.clone();
+    options.setup = Some(Box::new(move |ctx| {
+        async move {
+            let _ = prompt.section(
+                &ctx,
+                Section::new(dsh_prompt::PERSONA_SECTION, 0, "persona of a"),
+            )?;
+            Ok(None)
+        }
+        .boxed()
+    }));
+    let a = h.core.registry.create(&h.ctx, options).await.unwrap();
+    let b = h.core.registry.create(&h.ctx, opts("b")).await.unwrap();
+    a.agent().followup(Message::user_text("x")).unwrap();
+    a.agent().when_idle().await;
+    b.agent().followup(Message::user_text("y")).unwrap();
+    b.agent().when_idle().await;
+    let reqs = h.adapter.requests();
+    assert!(reqs[0].system.as_deref().unwrap().contains("persona of a"));
+    assert!(
+        !reqs[1]
+            .system
+            .as_deref()
+            .unwrap_or("")
+            .contains("persona of a")
+    );
+    a.dispose().await;
+    b.dispose().await;
+}
+
+#[tokio::test]
+async fn agent_scoped_listeners_hear_only_their_own_agent() {
+    let h = harness().await;
+    h.script(Script::text("a"));
+    h.script(Script::text("b"));
+    let a = h.agent_named("a").await;
+    let b = h.agent_named("b").await;
+    let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+    let hd = heard.clone();
+    let _ = a
+        .agent()
+        .ctx()
+        .on::<SessionEventFired>(move |n| hd.lock().push(n.session.id().to_string()))
+        .unwrap();
+    a.agent().followup(Message::user_text("x")).unwrap();
+    a.agent().when_idle().await;
+    b.agent().followup(Message::user_text("y")).unwrap();
+    b.agent().when_idle().await;
+    assert!(!heard.lock().is_empty());
+    assert!(heard.lock().iter().all(|id| id == "a"));
+}
+
+#[tokio::test]
+async fn loop_unload_disposes_live_agents_and_rejects_later_creation() {
+    let h = harness().await;
+    h.script(Script::new().hang_until_cancelled());
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    a.followup(Message::user_text("go")).unwrap();
+    h.adapter.wait_for_requests(1).await;
+    h.core.shutdown().await;
+    assert!(h.core.registry.list().is_empty());
+    assert_eq!(turn_ends(&a), [aborted(CancelCause::Disposed)]);
+    let err = h
+        .core
+        .agent_loop
+        .create_agent(&h.ctx, opts("late"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not active"), "{err}");
+}
+
+#[tokio::test]
+async fn resume_without_persistence_is_a_clear_error() {
+    let h = harness().await;
+    let err = h
+        .core
+        .registry
+        .resume(&h.ctx, ResumeAgentOptions::new("gone".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot resume: session persistence is not configured"
+    );
+}
+
+#[tokio::test]
+async fn invalid_options_publish_nothing() {
+    let h = harness().await;
+    let mut options = opts("bad");
+    options.agent_options.max_tokens = Some(0);
+    let err = h.core.registry.create(&h.ctx, options).await.unwrap_err();
+    assert!(err.to_string().contains("maxTokens"));
+    let mut options = opts("rel");
+    options.meta.cwd = Some("relative/dir".into());
+    assert!(h.core.registry.create(&h.ctx, options).await.is_err());
+    assert!(h.core.store.list().is_empty());
+}
+
+#[tokio::test]
+async fn children_created_through_a_parents_context_are_owned_by_it() {
+    let h = harness().await;
+    let parent = h.agent_named("parent").await;
+    let child = h
+        .core
+        .registry
+        .create(parent.agent().ctx(), opts("child"))
+        .await
+        .unwrap();
+    assert!(h.core.registry.is_owned_by(&"child".into(), parent.agent()));
+    let roots: Vec<String> = h
+        .core
+        .registry
+        .roots()
+        .iter()
+        .map(|a| a.id().to_string())
+        .collect();
+    assert_eq!(roots, ["parent"]);
+    // Disposing the parent tears its child down too (its scope owns the child).
+    parent.dispose().await;
+    assert!(h.core.registry.get(child.agent().id()).is_none());
+}

@@ -43,6 +43,9 @@ pub struct SessionListing {
     pub bytes: Option<u64>,
     /// The first prompt a person typed, when it could be read cheaply (best effort).
     pub first_prompt: Option<String>,
+    /// The number of turns, when it could be read cheaply (best effort): turn numbers are
+    /// consecutive from 1, so the last turn number near the end of the log is the count.
+    pub turns: Option<u64>,
 }
 
 /// Facts about one stored session that need a full read of its log (`dsh sessions show`).
@@ -206,6 +209,7 @@ pub trait Persistence: Send + Sync + 'static {
                 header,
                 bytes: None,
                 first_prompt: None,
+                turns: None,
             })
             .collect())
     }

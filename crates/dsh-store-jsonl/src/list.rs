@@ -1,12 +1,15 @@
 //! Listing stored sessions from their first lines.
 //!
-//! A listing reads the head of each file (one `read` of at most 16 KiB) and its metadata: the
-//! header, whether any event follows it, the mtime as last activity and, when the first prompt
-//! happens to lie in that head, its text. Nothing else is parsed and there is no separate index
-//! that could go stale, so a thousand sessions list in milliseconds however long each one is.
+//! A listing reads the head of each file (one `read` of at most 16 KiB), its tail (one more
+//! `read` of at most 16 KiB, only when the file is longer than the head) and its metadata: the
+//! header, whether any event follows it, the mtime as last activity, the first prompt when it
+//! lies in the head, and the last turn number found in the tail (turn numbers are consecutive
+//! from 1, so that is the number of turns). Nothing else is parsed and there is no separate
+//! index that could go stale, so a thousand sessions list in milliseconds however long each one
+//! is.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -17,8 +20,10 @@ use memchr::memmem;
 use crate::layout::{SESSION_FILE_SUFFIX, session_file_name};
 use crate::repair::{next_line, parse_header};
 
-/// How much of each file a listing reads.
+/// How much of each file's start a listing reads.
 const HEAD: usize = 16 * 1024;
+/// How much of each file's end a listing reads.
+const TAIL: u64 = 16 * 1024;
 /// Largest header line a listing will look for.
 const MAX_HEADER: usize = 1024 * 1024;
 
@@ -55,6 +60,27 @@ pub(crate) fn first_prompt_in(mut lines: &[u8]) -> Option<String> {
     None
 }
 
+#[derive(serde::Deserialize)]
+struct TurnLine {
+    data: TurnData,
+}
+
+#[derive(serde::Deserialize)]
+struct TurnData {
+    turn: u64,
+}
+
+/// The turn number of the last complete `turn/start` or `turn/end` line in `bytes` (whose first
+/// and last pieces may be partial lines; those simply fail to parse).
+fn last_turn_in(bytes: &[u8]) -> Option<u64> {
+    let finder = memmem::Finder::new(b"\"type\":\"turn/");
+    bytes
+        .rsplit(|b| *b == b'\n')
+        .filter(|line| finder.find(line).is_some())
+        .find_map(|line| serde_json::from_slice::<TurnLine>(line).ok())
+        .map(|l| l.data.turn)
+}
+
 /// The listing row of one session file; `None` when the file holds no event.
 fn read_listing(path: &Path) -> Result<Option<SessionListing>, PersistenceError> {
     let io_err = |source| PersistenceError::Io {
@@ -88,7 +114,17 @@ fn read_listing(path: &Path) -> Result<Option<SessionListing>, PersistenceError>
     if !has_event {
         return Ok(None);
     }
+    let turns = if (head.len() as u64) < meta.len() {
+        let mut tail = Vec::new();
+        file.seek(SeekFrom::Start(meta.len().saturating_sub(TAIL)))
+            .and_then(|_| file.take(TAIL).read_to_end(&mut tail))
+            .map_err(io_err)?;
+        last_turn_in(&tail)
+    } else {
+        last_turn_in(after)
+    };
     Ok(Some(SessionListing {
+        turns,
         first_prompt: first_prompt_in(after),
         header,
         last_activity: mtime_ms(&meta),

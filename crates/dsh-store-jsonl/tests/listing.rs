@@ -44,6 +44,7 @@ async fn listing_skips_empty_sessions_and_sorts_newest_first() {
     assert_eq!(ids, ["new", "mid", "old"]);
     assert!(listed[0].last_activity > listed[1].last_activity);
     assert_eq!(listed[0].first_prompt.as_deref(), Some("prompt 1"));
+    assert_eq!(listed[0].turns, Some(1));
     assert!(listed[0].bytes.unwrap() > 0);
     let headers = store.list().await.unwrap();
     assert_eq!(headers.len(), 3);
@@ -172,4 +173,22 @@ async fn forking_a_crashed_session_repairs_it_first() {
         Some(s.len() + 3),
         "the closers are part of the seed"
     );
+}
+
+#[tokio::test]
+async fn a_listing_reads_the_turn_count_from_the_tail_of_a_long_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::new(dir.path());
+    let s = scratch("long", None);
+    for _ in 0..200 {
+        complete_turn(&s, true);
+    }
+    open_turn(&s, 201, true);
+    let bytes = jsonl(&s);
+    assert!(bytes.len() > 64 * 1024, "longer than head and tail together");
+    write_file(dir.path(), &s, &bytes);
+    let listed = store.listings().await.unwrap();
+    assert_eq!(listed[0].turns, Some(201));
+    assert_eq!(listed[0].first_prompt.as_deref(), Some("prompt 1"));
+    assert_eq!(store.summary(s.id()).await.unwrap().turns, 201);
 }

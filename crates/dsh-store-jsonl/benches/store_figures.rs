@@ -139,16 +139,18 @@ fn stats(mut samples: Vec<Duration>) -> String {
     )
 }
 
-async fn time<F, Fut>(runs: usize, mut f: F) -> String
+/// Times `runs` calls of `f`; what each call returns is dropped outside the timed region.
+async fn time<T, F, Fut>(runs: usize, mut f: F) -> String
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = ()>,
+    Fut: Future<Output = T>,
 {
     let mut samples = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        f().await;
+        let out = f().await;
         samples.push(t.elapsed());
+        drop(out);
     }
     stats(samples)
 }
@@ -168,16 +170,14 @@ async fn main() {
     let figure = time(7, || async {
         let stored = store.load(&id).await.unwrap();
         assert_eq!(stored.events.len() as u64, events);
+        stored
     })
     .await;
     println!(
         "load {events} events ({:.1} MiB):    {figure}",
         bytes as f64 / (1 << 20) as f64
     );
-    let figure = time(7, || async {
-        store.summary(&id).await.unwrap();
-    })
-    .await;
+    let figure = time(7, || async { store.summary(&id).await.unwrap() }).await;
     println!("summary of the same session:          {figure}");
     std::fs::remove_dir_all(&root).unwrap();
 
@@ -210,7 +210,9 @@ async fn main() {
         write(&root, &s);
     }
     let figure = time(11, || async {
-        assert_eq!(store.listings().await.unwrap().len(), 1000);
+        let listed = store.listings().await.unwrap();
+        assert_eq!(listed.len(), 1000);
+        listed
     })
     .await;
     println!("list 1000 sessions:                    {figure}");

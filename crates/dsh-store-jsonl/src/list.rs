@@ -157,7 +157,9 @@ pub(crate) fn list_root(root: &Path) -> Result<Vec<SessionListing>, PersistenceE
         for file in files.flatten() {
             let name = file.file_name();
             let name = name.to_string_lossy();
-            if !name.ends_with(SESSION_FILE_SUFFIX) || name.starts_with('.') {
+            // Temp files of an unfinished publication end in `.tmp`, so they never match; a
+            // leading dot is legal (an id such as `.hidden`).
+            if !name.ends_with(SESSION_FILE_SUFFIX) {
                 continue;
             }
             match read_listing(&file.path()) {

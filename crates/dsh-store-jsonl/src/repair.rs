@@ -137,7 +137,10 @@ fn parse_line(line: &[u8]) -> Result<SessionEvent, String> {
     if memchr::memchr(0, line).is_some() {
         return Err("the line contains NUL bytes (unwritten blocks after a power loss)".into());
     }
-    serde_json::from_slice(line).map_err(|e| format!("invalid event JSON: {e}"))
+    // Validating UTF-8 once for the line lets the parser skip per-string validation, which is
+    // measurably faster on long logs.
+    let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8: {e}"))?;
+    serde_json::from_str(text).map_err(|e| format!("invalid event JSON: {e}"))
 }
 
 /// Below this many bytes a log is parsed on the calling thread.

@@ -305,3 +305,40 @@ impl SessionFile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dsh_session::{EventKind, SessionId, SessionMeta};
+
+    use super::*;
+    use crate::fsync::OsFileOps;
+
+    fn event(seq: u64) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent {
+            seq,
+            time: 1,
+            kind: EventKind::other("session/title", serde_json::json!({ "n": seq })),
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        })
+    }
+
+    #[test]
+    fn events_that_do_not_continue_the_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p").join("s.jsonl");
+        let header = SessionHeader::new(SessionId::new("s"), 1, SessionMeta::default());
+        let mut file = SessionFile::unpublished(path.clone(), header);
+        file.persist(&OsFileOps, &[event(0), event(1)]).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        for bad in [vec![event(1)], vec![event(3)], vec![event(2), event(4)]] {
+            assert!(file.persist(&OsFileOps, &bad).is_err());
+            assert_eq!(std::fs::read(&path).unwrap(), before, "nothing rewritten");
+        }
+        file.persist(&OsFileOps, &[event(2)]).unwrap();
+        assert_eq!(file.next_seq(), 3);
+    }
+}

@@ -26,7 +26,12 @@ fn set_mtime(path: &std::path::Path, secs_ago: u64) {
 async fn listing_skips_empty_sessions_and_sorts_newest_first() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::new(dir.path());
-    for (id, cwd, age) in [("old", "/a", 300), ("new", "/b", 10), ("mid", "/a", 100)] {
+    for (id, cwd, age) in [
+        ("old", "/a", 300),
+        ("new", "/b", 10),
+        ("mid", "/a", 100),
+        (".dot", "/a", 200),
+    ] {
         let s = scratch(id, Some(cwd));
         complete_turn(&s, true);
         let path = write_file(dir.path(), &s, &jsonl(&s));
@@ -41,13 +46,13 @@ async fn listing_skips_empty_sessions_and_sorts_newest_first() {
 
     let listed = store.listings().await.unwrap();
     let ids: Vec<_> = listed.iter().map(|l| l.header.id.as_str()).collect();
-    assert_eq!(ids, ["new", "mid", "old"]);
+    assert_eq!(ids, ["new", "mid", ".dot", "old"]);
     assert!(listed[0].last_activity > listed[1].last_activity);
     assert_eq!(listed[0].first_prompt.as_deref(), Some("prompt 1"));
     assert_eq!(listed[0].turns, Some(1));
     assert!(listed[0].bytes.unwrap() > 0);
     let headers = store.list().await.unwrap();
-    assert_eq!(headers.len(), 3);
+    assert_eq!(headers.len(), 4);
     assert_eq!(headers[0].id, "new");
 }
 
@@ -185,7 +190,10 @@ async fn a_listing_reads_the_turn_count_from_the_tail_of_a_long_log() {
     }
     open_turn(&s, 201, true);
     let bytes = jsonl(&s);
-    assert!(bytes.len() > 64 * 1024, "longer than head and tail together");
+    assert!(
+        bytes.len() > 64 * 1024,
+        "longer than head and tail together"
+    );
     write_file(dir.path(), &s, &bytes);
     let listed = store.listings().await.unwrap();
     assert_eq!(listed[0].turns, Some(201));

@@ -470,3 +470,121 @@ async fn children_created_through_a_parents_context_are_owned_by_it() {
     parent.dispose().await;
     assert!(h.core.registry.get(child.agent().id()).is_none());
 }
+
+#[tokio::test]
+async fn config_declared_agents_start_with_the_loop_and_are_owned_by_it() {
+    let config = dsh_agent_loop::CoreConfig {
+        loop_config: dsh_agent_loop::LoopConfig {
+            agents: vec![
+                dsh_agent_loop::ConfiguredAgent {
+                    id: "config-agent".into(),
+                    provider: Some("scripted".into()),
+                    model: Some("m".into()),
+                    cwd: Some("/tmp".into()),
+                    ..Default::default()
+                },
+                dsh_agent_loop::ConfiguredAgent {
+                    id: "exact".into(),
+                    session_id: Some("exact-id".into()),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let h = harness_with(config).await;
+    let ids: Vec<String> = h
+        .core
+        .registry
+        .list()
+        .iter()
+        .map(|a| a.id().to_string())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids[0].starts_with("config-agent-session-"), "{ids:?}");
+    assert_eq!(ids[1], "exact-id");
+    let first = h.core.registry.get(&ids[0].as_str().into()).unwrap();
+    assert_eq!(
+        first.session().header().cwd.as_deref(),
+        Some(std::path::Path::new("/tmp"))
+    );
+    assert_eq!(h.core.registry.roots().len(), 2);
+    h.core.shutdown().await;
+    assert!(h.core.registry.list().is_empty());
+}
+
+#[tokio::test]
+async fn config_validation_rejects_conflicting_and_duplicate_identities() {
+    use dsh_agent_loop::{ConfiguredAgent, LoopConfig};
+    let both = LoopConfig {
+        agents: vec![ConfiguredAgent {
+            id: "a".into(),
+            session_id: Some("x".into()),
+            resume_session_id: Some("y".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    assert!(
+        both.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("mutually exclusive")
+    );
+    let dup = LoopConfig {
+        agents: vec![
+            ConfiguredAgent {
+                id: "a".into(),
+                session_id: Some("x".into()),
+                ..Default::default()
+            },
+            ConfiguredAgent {
+                id: "b".into(),
+                session_id: Some("x".into()),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    assert!(
+        dup.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate")
+    );
+}
+
+#[tokio::test]
+async fn a_config_agent_that_cannot_resume_is_reported_not_fatal() {
+    use dsh_agent_loop::{ConfigStartFailed, ConfiguredAgent, CoreConfig, LoopConfig};
+    let ctx = dsh_kernel::Context::new();
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let f = failures.clone();
+    let _ = ctx
+        .on::<ConfigStartFailed>(move |n| f.lock().push(n.error.clone()))
+        .unwrap();
+    let core = dsh_agent_loop::mount_core(
+        &ctx,
+        CoreConfig {
+            loop_config: LoopConfig {
+                agents: vec![ConfiguredAgent {
+                    id: "r".into(),
+                    resume_session_id: Some("missing".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(core.registry.list().is_empty());
+    assert_eq!(failures.lock().len(), 1);
+    assert!(
+        failures.lock()[0].contains("persistence"),
+        "{:?}",
+        failures.lock()
+    );
+}

@@ -437,3 +437,61 @@ async fn when_idle_is_immediate_on_an_idle_agent() {
     let handle = h.agent().await;
     handle.agent().when_idle().now_or_never().unwrap();
 }
+
+#[tokio::test]
+async fn runtime_context_is_materialized_once_and_again_only_when_it_changes() {
+    use dsh_prompt::{ContextSection, SectionText};
+    let h = harness().await;
+    for _ in 0..4 {
+        h.script(Script::text("ok"));
+    }
+    let value = Arc::new(Mutex::new("branch: main".to_owned()));
+    let v = value.clone();
+    let reg = h
+        .core
+        .prompt
+        .context(
+            &h.ctx,
+            ContextSection::new("git", 10, SectionText::dynamic(move |_| v.lock().clone())),
+        )
+        .unwrap();
+    let handle = h.agent().await;
+    let a = handle.agent();
+    let snapshots = |a: &AgentRef| -> Vec<String> {
+        a.session()
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::UserMessage(m)
+                    if matches!(&m.source, MessageSource::Plugin { plugin, .. } if plugin == "dsh-system-prompt") =>
+                {
+                    Some(m.text())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    for (i, change) in [None, None, Some("branch: dev")].into_iter().enumerate() {
+        if let Some(c) = change {
+            *value.lock() = c.to_owned();
+        }
+        a.followup(Message::user_text(format!("p{i}"))).unwrap();
+        a.when_idle().await;
+    }
+    reg.dispose().await;
+    a.followup(Message::user_text("p3")).unwrap();
+    a.when_idle().await;
+    let s = snapshots(a);
+    assert_eq!(s.len(), 3, "{s:?}");
+    assert!(s[0].contains("branch: main"));
+    assert!(s[1].contains("branch: dev"));
+    assert!(s[2].contains("Current runtime context: none"));
+    // The system prompt never carries the runtime context.
+    let systems: Vec<_> = h
+        .adapter
+        .requests()
+        .iter()
+        .map(|r| r.system.clone())
+        .collect();
+    assert!(systems.windows(2).all(|w| w[0] == w[1]));
+}

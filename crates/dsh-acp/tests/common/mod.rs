@@ -108,10 +108,47 @@ impl H {
         let (sr, sw) = tokio::io::split(server_io);
         let server = tokio::spawn(dsh_acp::serve(self.ctx.clone(), options, sr, sw));
         let (cr, cw) = tokio::io::split(client_io);
+        let mut conn = Conn::over(cr, cw, self.cwd.clone()).await;
+        conn.server = Some(server);
+        conn
+    }
+
+    pub fn agent(&self, id: &str) -> Option<AgentRef> {
+        self.core.registry.get(&SessionId::new(id))
+    }
+}
+
+/// A connected test client.
+pub struct Conn {
+    pub cx: ConnectionTo<Agent>,
+    pub updates: mpsc::UnboundedReceiver<SessionNotification>,
+    pub asked: mpsc::UnboundedReceiver<RequestPermissionRequest>,
+    pub answer: Arc<Mutex<Answer>>,
+    /// Everything the client received, in arrival order: update kinds and `ask:<call id>`.
+    pub arrivals: Arc<Mutex<Vec<String>>>,
+    done: CancellationToken,
+    client: Option<JoinHandle<Result<(), Error>>>,
+    server: Option<JoinHandle<Result<(), AcpError>>>,
+    pub cwd: PathBuf,
+}
+
+pub fn text(t: &str) -> Vec<AcpBlock> {
+    vec![AcpBlock::Text(TextContent::new(t))]
+}
+
+impl Conn {
+    /// An ACP client speaking over `read`/`write` (a duplex pipe, or a child's stdio).
+    pub async fn over<R, W>(read: R, write: W, cwd: PathBuf) -> Conn
+    where
+        R: tokio::io::AsyncRead + Send + 'static,
+        W: tokio::io::AsyncWrite + Send + 'static,
+    {
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (asked_tx, asked) = mpsc::unbounded_channel();
         let answer = Arc::new(Mutex::new(Answer::Select("allow-once")));
         let (cx_tx, cx_rx) = oneshot::channel();
+        let arrivals: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (seen_updates, seen_asks) = (arrivals.clone(), arrivals.clone());
         let done = CancellationToken::new();
         let until = done.clone();
         let policy = answer.clone();
@@ -121,6 +158,7 @@ impl H {
                 .name("test-client")
                 .on_receive_notification(
                     async move |n: SessionNotification, _cx| {
+                        seen_updates.lock().push(kind_of(&n.update).to_owned());
                         let _ = updates_tx.send(n);
                         Ok(())
                     },
@@ -128,6 +166,9 @@ impl H {
                 )
                 .on_receive_request(
                     async move |r: RequestPermissionRequest, responder, cx| {
+                        seen_asks
+                            .lock()
+                            .push(format!("ask:{}", r.tool_call.tool_call_id.0));
                         let _ = asked_tx.send(r);
                         let answer = policy.lock().clone();
                         let outcome = match answer {
@@ -156,7 +197,7 @@ impl H {
                     agent_client_protocol::on_receive_request!(),
                 )
                 .connect_with(
-                    ByteStreams::new(cw.compat_write(), cr.compat()),
+                    ByteStreams::new(write.compat_write(), read.compat()),
                     async move |cx: ConnectionTo<Agent>| {
                         let _ = cx_tx.send(cx);
                         until.cancelled().await;
@@ -170,35 +211,14 @@ impl H {
             updates,
             asked,
             answer,
+            arrivals,
             done,
             client: Some(client),
-            server: Some(server),
-            cwd: self.cwd.clone(),
+            server: None,
+            cwd,
         }
     }
 
-    pub fn agent(&self, id: &str) -> Option<AgentRef> {
-        self.core.registry.get(&SessionId::new(id))
-    }
-}
-
-/// A connected test client.
-pub struct Conn {
-    pub cx: ConnectionTo<Agent>,
-    pub updates: mpsc::UnboundedReceiver<SessionNotification>,
-    pub asked: mpsc::UnboundedReceiver<RequestPermissionRequest>,
-    pub answer: Arc<Mutex<Answer>>,
-    done: CancellationToken,
-    client: Option<JoinHandle<Result<(), Error>>>,
-    server: Option<JoinHandle<Result<(), AcpError>>>,
-    pub cwd: PathBuf,
-}
-
-pub fn text(t: &str) -> Vec<AcpBlock> {
-    vec![AcpBlock::Text(TextContent::new(t))]
-}
-
-impl Conn {
     pub async fn initialize(&self) -> InitializeResponse {
         self.cx
             .send_request(InitializeRequest::new(ProtocolVersion::V1))
@@ -270,10 +290,9 @@ impl Conn {
     }
 
     /// Closes the client's end (as an editor exiting would) and waits for `serve` to return.
-    pub async fn disconnect(mut self) -> Result<(), AcpError> {
-        self.done.cancel();
-        let _ = self.client.take().unwrap().await;
-        self.server.take().unwrap().await.unwrap()
+    pub async fn disconnect(self) -> Result<(), AcpError> {
+        self.begin_disconnect();
+        self.served().await
     }
 
     /// Starts closing the client's end without waiting.
@@ -284,7 +303,24 @@ impl Conn {
     /// Waits for `serve` to return (after [`Conn::begin_disconnect`]).
     pub async fn served(mut self) -> Result<(), AcpError> {
         let _ = self.client.take().unwrap().await;
-        self.server.take().unwrap().await.unwrap()
+        match self.server.take() {
+            Some(server) => server.await.unwrap(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A short name for an update's kind.
+pub fn kind_of(update: &SessionUpdate) -> &'static str {
+    match update {
+        SessionUpdate::UserMessageChunk(_) => "user_message_chunk",
+        SessionUpdate::AgentMessageChunk(_) => "agent_message_chunk",
+        SessionUpdate::AgentThoughtChunk(_) => "agent_thought_chunk",
+        SessionUpdate::ToolCall(_) => "tool_call",
+        SessionUpdate::ToolCallUpdate(_) => "tool_call_update",
+        SessionUpdate::UsageUpdate(_) => "usage_update",
+        SessionUpdate::CurrentModeUpdate(_) => "current_mode_update",
+        _ => "other",
     }
 }
 

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 
 use crate::error::duplicate;
 use crate::fsync::FileOps;
+use crate::store::DurableObserver;
 use crate::writer::SessionFile;
 
 type Waiter = oneshot::Sender<Result<(), PersistenceError>>;
@@ -59,6 +60,7 @@ struct State {
 /// Everything the writer task needs from its store.
 pub(crate) struct TaskEnv {
     pub io: Arc<dyn FileOps>,
+    pub on_durable: Option<DurableObserver>,
     /// The session's file lock, shared with loads and forks of the same id.
     pub lock: Arc<Mutex<()>>,
     /// A writer for the same id that must finish first.
@@ -76,6 +78,8 @@ pub(crate) struct Writer {
     wake: Notify,
     /// The file's next seq after the last successful write (everything before it is durable).
     persisted: AtomicU64,
+    /// Set once when the task starts.
+    on_durable: std::sync::OnceLock<DurableObserver>,
     done: watch::Sender<bool>,
 }
 
@@ -106,6 +110,7 @@ impl Writer {
             state: Mutex::new(State::default()),
             wake: Notify::new(),
             persisted: AtomicU64::new(0),
+            on_durable: std::sync::OnceLock::new(),
             done: watch::Sender::new(false),
         })
     }
@@ -208,10 +213,14 @@ impl Writer {
     pub(crate) async fn run(self: Arc<Self>, env: TaskEnv) {
         let TaskEnv {
             io,
+            on_durable,
             lock,
             prev,
             on_exit,
         } = env;
+        if let Some(observer) = on_durable {
+            let _ = self.on_durable.set(observer);
+        }
         if let Some(prev) = prev {
             // The predecessor may still be draining into the same file.
             prev.wait_done().await;
@@ -306,7 +315,12 @@ impl Writer {
         })
         .await
         .map_err(task_failure)??;
-        self.persisted.store(next, Ordering::Release);
+        let before = self.persisted.swap(next, Ordering::AcqRel);
+        if next > before
+            && let Some(observer) = self.on_durable.get()
+        {
+            observer(&self.session, next);
+        }
         Ok(())
     }
 

@@ -10,7 +10,9 @@
 //! holds every reported event byte for byte.
 //!
 //! Any driver can play the child: these tests use a synthetic turn generator; a test of the
-//! real agent loop prints the same reports after its checkpoints.
+//! real agent loop, whose flushes happen inside the loop, plugs [`report_durable_writes`] into
+//! [`crate::JsonlOptions::on_durable`] so that every durable write is reported, whoever asked
+//! for it.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -20,6 +22,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use dsh_session::{Persistence, Session, SessionEvent, SessionId, StoredSession, check_balanced};
+
+use crate::store::DurableObserver;
 
 /// The prefix of a flush report line on the child's stdout.
 pub const FLUSHED_MARKER: &str = "DSH-FLUSHED";
@@ -87,6 +91,17 @@ impl FlushReport {
         let _ = writeln!(out, "{}", self.line());
         let _ = out.flush();
     }
+}
+
+/// A durability observer that emits a [`FlushReport`] for the last event of every successful
+/// write (background batch or flush). It prints synchronously on the writer task, which is
+/// fine for a test child and nothing else.
+pub fn report_durable_writes() -> DurableObserver {
+    Arc::new(|session: &Arc<Session>, len: u64| {
+        if let Some(last) = len.checked_sub(1).and_then(|seq| session.event(seq)) {
+            FlushReport::of(session.id(), &last).emit();
+        }
+    })
 }
 
 /// When to kill the child.

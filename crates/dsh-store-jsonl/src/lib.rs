@@ -36,4 +36,4 @@ mod writer;
 pub use fsync::{FileOps, OsFileOps};
 pub use layout::{sessions_root, sessions_root_from_env};
 pub use plugin::JsonlPersistencePlugin;
-pub use store::{DEFAULT_BATCH_WINDOW, JsonlOptions, JsonlStore};
+pub use store::{DEFAULT_BATCH_WINDOW, DurableObserver, JsonlOptions, JsonlStore};

@@ -27,6 +27,11 @@ pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(200);
 /// How many loaded-but-not-yet-resumed sessions the store remembers (see [`JsonlStore`]).
 const RESUME_MEMORY: usize = 64;
 
+/// Observes durability: called on a session's writer task after each successful write, with
+/// the session and its new durable length (every event with a smaller seq is on disk). Must not
+/// block. Used by crash tests to report what was acknowledged, and available for metrics.
+pub type DurableObserver = Arc<dyn Fn(&Arc<Session>, u64) + Send + Sync>;
+
 /// Tuning and seams of a [`JsonlStore`].
 #[derive(Clone)]
 pub struct JsonlOptions {
@@ -36,6 +41,8 @@ pub struct JsonlOptions {
     /// The file operations every session write goes through (default [`OsFileOps`]); tests
     /// inject failures or count writes here.
     pub file_ops: Arc<dyn FileOps>,
+    /// Called after each successful durable write (default: none).
+    pub on_durable: Option<DurableObserver>,
 }
 
 impl Default for JsonlOptions {
@@ -43,6 +50,7 @@ impl Default for JsonlOptions {
         Self {
             batch_window: DEFAULT_BATCH_WINDOW,
             file_ops: Arc::new(OsFileOps),
+            on_durable: None,
         }
     }
 }
@@ -51,6 +59,7 @@ impl std::fmt::Debug for JsonlOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JsonlOptions")
             .field("batch_window", &self.batch_window)
+            .field("on_durable", &self.on_durable.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -248,6 +257,7 @@ impl JsonlStore {
         let this = self.this.clone();
         let env = TaskEnv {
             io: self.options.file_ops.clone(),
+            on_durable: self.options.on_durable.clone(),
             lock: self.lock_for(session.id()),
             prev,
             on_exit: Box::new(move |writer: &Arc<Writer>, retire: bool| {

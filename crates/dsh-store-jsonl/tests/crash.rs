@@ -16,7 +16,8 @@ use common::*;
 use dsh_kernel::Context;
 use dsh_session::*;
 use dsh_store_jsonl::crash_harness::{
-    FlushReport, KillPlan, SeededRng, child_command, run_and_kill, verify_survivors,
+    FlushReport, KillPlan, SeededRng, child_command, report_durable_writes, run_and_kill,
+    verify_survivors,
 };
 use dsh_store_jsonl::{JsonlOptions, JsonlPersistencePlugin, JsonlStore};
 
@@ -48,6 +49,8 @@ async fn child(root: PathBuf, seed: u64) {
         &root,
         JsonlOptions {
             batch_window: Duration::from_millis(2),
+            // Background batches are acknowledged writes too: report them all.
+            on_durable: Some(report_durable_writes()),
             ..JsonlOptions::default()
         },
     );
@@ -190,7 +193,7 @@ fn flushed_events_survive_sigkill_at_random_moments() {
     let mut repairs = 0;
     for round in 0..ROUNDS {
         let plan = KillPlan {
-            after_reports: 1 + rng.below(40) as usize,
+            after_reports: 1 + rng.below(80) as usize,
             extra_delay: Duration::from_micros(rng.below(4000)),
             deadline: Duration::from_secs(120),
         };

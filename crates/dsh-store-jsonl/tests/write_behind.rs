@@ -282,3 +282,34 @@ async fn the_store_is_provided_as_the_persistence_service() {
     h.plugin.dispose().await;
     assert!(h.ctx.get::<dyn Persistence>().is_none());
 }
+
+#[tokio::test]
+async fn the_durability_observer_sees_each_write_with_its_durable_length() {
+    let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let h = Harness::new(JsonlOptions {
+        batch_window: FOREVER,
+        on_durable: Some(std::sync::Arc::new(
+            move |s: &std::sync::Arc<Session>, len| {
+                record.lock().push((s.id().to_string(), len));
+            },
+        )),
+        ..JsonlOptions::default()
+    })
+    .await;
+    let (s, _detach) = h.live("observed", None);
+    complete_turn(&s, false);
+    h.sessions.flush(&s).await.unwrap();
+    let first = s.len();
+    complete_turn(&s, true);
+    h.sessions.flush(&s).await.unwrap();
+    h.sessions.flush(&s).await.unwrap();
+    assert_eq!(
+        *seen.lock(),
+        [
+            ("observed".to_owned(), first),
+            ("observed".to_owned(), s.len())
+        ],
+        "one call per write that made events durable"
+    );
+}

@@ -50,6 +50,7 @@ impl Harness {
         Self::new(JsonlOptions {
             batch_window: window,
             file_ops: ops,
+            on_durable: None,
         })
         .await
     }

@@ -95,6 +95,14 @@ impl SessionState {
         }
     }
 
+    /// Whether the slot still holds `inflight`.
+    pub(crate) fn holds(&self, inflight: &Arc<Inflight>) -> bool {
+        self.slot
+            .lock()
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, inflight))
+    }
+
     /// The outstanding prompt, if any.
     pub(crate) fn inflight(&self) -> Option<Arc<Inflight>> {
         self.slot.lock().clone()

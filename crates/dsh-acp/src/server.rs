@@ -196,15 +196,25 @@ fn connection(
             async move |request: PromptRequest, responder, _cx| {
                 match prompt::admit(&b6, &request) {
                     Err(e) => reply(responder, Err(e)),
-                    Ok(admitted) => answer(&b6, responder, async move {
-                        let stop = settle(
-                            &admitted.record.state,
-                            admitted.record.agent(),
-                            &admitted.inflight,
-                        )
-                        .await?;
-                        Ok(PromptResponse::new(stop))
-                    }),
+                    Ok(admitted) => {
+                        // A `$/cancel_request` for the prompt means what `session/cancel`
+                        // means: the answer is still sent, as `cancelled`.
+                        let cancellation = responder.cancellation();
+                        answer(&b6, responder, async move {
+                            let record = &admitted.record;
+                            let settled = settle(&record.state, record.agent(), &admitted.inflight);
+                            tokio::pin!(settled);
+                            tokio::select! {
+                                stop = &mut settled => return stop.map(PromptResponse::new),
+                                () = cancellation.cancelled() => {
+                                    if record.state.holds(&admitted.inflight) {
+                                        prompt::cancel_record(record);
+                                    }
+                                }
+                            }
+                            settled.await.map(PromptResponse::new)
+                        });
+                    }
                 }
                 Ok(())
             },

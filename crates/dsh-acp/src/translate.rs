@@ -86,6 +86,21 @@ fn console(output: &str, exit: Option<i32>) -> String {
     text
 }
 
+/// The visible note for an `llm/retry` record.
+fn retry_marker(data: &Value) -> String {
+    let n = data.get("retry").and_then(Value::as_u64).unwrap_or(1);
+    let of = data
+        .get("maxRetries")
+        .and_then(Value::as_u64)
+        .map_or_else(String::new, |m| format!("/{m}"));
+    let delay = data.get("delayMs").and_then(Value::as_u64).unwrap_or(0);
+    let why = data
+        .pointer("/failure/message")
+        .and_then(Value::as_str)
+        .unwrap_or("request failed");
+    format!("\n[previous attempt discarded; retrying {n}{of} in {delay}ms: {why}]\n")
+}
+
 /// What a card shows: title, kind and content.
 struct Card {
     title: String,
@@ -153,6 +168,12 @@ impl Translator {
                     .collect()
             }
             EventKind::ToolCall(c) => vec![self.tool_call(c)],
+            // The deltas of the failed attempt were already streamed: say they are void.
+            EventKind::Other { type_name, data }
+                if type_name == "llm/retry" && source == Source::Live =>
+            {
+                vec![SessionUpdate::AgentMessageChunk(chunk(retry_marker(data)))]
+            }
             // A replacement result (compaction) rewrites history; the card already settled.
             EventKind::ToolResult(r)
                 if !matches!(event.surface_op, Some(SurfaceOp::Replace { .. })) =>
@@ -368,6 +389,18 @@ pub(crate) fn describe_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_are_announced_with_their_number_delay_and_cause() {
+        let data = serde_json::json!({
+            "retry": 2, "maxRetries": 5, "delayMs": 400,
+            "failure": {"message": "overloaded", "code": "SERVER"}
+        });
+        assert_eq!(
+            retry_marker(&data),
+            "\n[previous attempt discarded; retrying 2/5 in 400ms: overloaded]\n"
+        );
+    }
 
     #[test]
     fn console_blocks_fence_output_and_name_a_failing_exit() {

@@ -412,3 +412,65 @@ async fn invalid_prompts_and_sessions_are_invalid_params_and_unknown_cancel_is_i
     assert!(h.agent(&id).unwrap().inbox().next_turn().is_empty());
     conn.disconnect().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_retried_attempt_is_announced_and_the_retry_adopts_the_prompt() {
+    let h = H::with_fast_retries().await;
+    h.adapter
+        .push(
+            Script::new()
+                .chunks([
+                    dsh_session::StreamChunk::BlockStart {
+                        index: 0,
+                        block_type: dsh_session::BlockType::Text,
+                    },
+                    dsh_session::StreamChunk::TextDelta {
+                        index: 0,
+                        text: "lost".into(),
+                    },
+                ])
+                .fail(dsh_session::LlmFailure::new(
+                    FailureCode::Server,
+                    "overloaded",
+                )),
+        )
+        .push(Script::text("kept"));
+    let mut conn = h.connect(options()).await;
+    let id = conn.session().await;
+    assert_eq!(
+        conn.prompt_now(&id, "go").await.unwrap(),
+        StopReason::EndTurn
+    );
+    let text = agent_text(&conn.received());
+    assert!(
+        text.starts_with("lost\n[previous attempt discarded; retrying 1/2 in 1ms: overloaded]\n"),
+        "{text:?}"
+    );
+    assert!(text.ends_with("kept"));
+    conn.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cancel_request_for_the_prompt_cancels_it_like_session_cancel() {
+    let h = H::new().await;
+    h.adapter.push(Script::partial_then_hang("p"));
+    let mut conn = h.connect(options()).await;
+    let id = conn.session().await;
+    let sent = conn
+        .cx
+        .send_request(PromptRequest::new(id.clone(), text("go")));
+    conn.wait_update(&id, |u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .await;
+    sent.cancel().unwrap();
+    assert_eq!(
+        sent.block_task().await.unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    assert_eq!(
+        turn_ends(h.agent(&id).unwrap().session()),
+        vec![TurnEndReason::Aborted {
+            reason: CancelCause::User
+        }]
+    );
+    conn.disconnect().await.unwrap();
+}

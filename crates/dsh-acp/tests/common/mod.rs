@@ -68,15 +68,29 @@ pub fn options() -> AcpOptions {
 
 impl H {
     pub async fn new() -> H {
-        Self::build(false).await
+        Self::build(false, None).await
+    }
+
+    /// Retries a `SERVER` failure twice, after a millisecond.
+    pub async fn with_fast_retries() -> H {
+        let policy = dsh_llm::RetryPolicy::Normal {
+            max_retries: 2,
+            retryable: vec![dsh_session::FailureCode::Server],
+            backoff: dsh_llm::Backoff {
+                initial: std::time::Duration::from_millis(1),
+                max: std::time::Duration::from_millis(2),
+                jitter_ratio: 0.0,
+            },
+        };
+        Self::build(false, Some(policy)).await
     }
 
     /// With an in-memory persistence backend (for `session/load` and `session/list`).
     pub async fn persistent() -> H {
-        Self::build(true).await
+        Self::build(true, None).await
     }
 
-    async fn build(persistent: bool) -> H {
+    async fn build(persistent: bool, retry: Option<dsh_llm::RetryPolicy>) -> H {
         let ctx = Context::new();
         let store = if persistent {
             let store = Arc::new(MemoryStore::default());
@@ -87,6 +101,9 @@ impl H {
         };
         let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
         let adapter = Arc::new(ScriptedAdapter::new());
+        if let Some(policy) = retry {
+            adapter.set_retry_policy(Some(policy));
+        }
         std::mem::forget(adapter.register(&core.llm).unwrap());
         let _ = core.tools.register(&ctx, Arc::new(EchoTool)).unwrap();
         H {

@@ -1,14 +1,91 @@
-//! The `dsh` binary.
+//! The `dsh` binary: headless runs, the interactive chat, stored sessions and configuration.
+//!
+//! Module map: [`cli`] (the command-line surface), [`config`] (file + environment + flags),
+//! [`compose`] (the composition root every front end shares), [`run`] (`dsh run`), [`chat`]
+//! (the interactive driver), [`render`] (session events → terminal text, shared by the
+//! drivers), [`sink`] (event delivery off the agent's thread), [`sessions`], [`instructions`]
+//! (`AGENTS.md`), [`signals`] and [`logging`].
 
-use clap::Parser;
+mod chat;
+mod cli;
+mod compose;
+mod config;
+mod instructions;
+mod logging;
+mod render;
+mod run;
+mod sessions;
+mod signals;
+mod sink;
 
-/// dsh: a harness that runs coding agents against real LLM providers.
-#[derive(Parser, Debug)]
-#[command(name = "dsh", version, about)]
-struct Cli {}
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    println!("dsh {}", env!("CARGO_PKG_VERSION"));
-    Ok(())
+use anyhow::Context as _;
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{Cli, Command, ConfigCommand};
+use crate::config::{Settings, process_env};
+
+fn main() {
+    let args = cli::rewrite_profile(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
+    logging::init();
+    let overrides = cli.global.overrides();
+    let code = match cli.command {
+        Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
+        Some(Command::Chat(args)) => match Settings::load(&overrides) {
+            Ok(settings) => chat::main(settings, cli.global.cwd, args.resume),
+            Err(e) => fail(&e),
+        },
+        Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
+        Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
+            Ok(settings) => {
+                print!("{}", settings.render(&process_env));
+                0
+            }
+            Err(e) => fail(&e),
+        },
+        None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
+            Ok(settings) => chat::main(settings, cli.global.cwd, None),
+            Err(e) => fail(&e),
+        },
+        None => {
+            // Nothing to do without a terminal to chat in: say how to use dsh instead.
+            let _ = Cli::command().write_long_help(&mut std::io::stderr());
+            eprintln!();
+            run::USAGE
+        }
+    };
+    std::process::exit(code);
+}
+
+fn fail(e: &anyhow::Error) -> i32 {
+    eprintln!("dsh: {e:#}");
+    1
+}
+
+/// The runtime every agent-driving command uses. Two workers keep the agent's driver, the
+/// HTTP stream and the tools moving without paying for a thread per core.
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dsh-worker")
+        .enable_all()
+        .build()
+}
+
+/// The canonical working directory of a new session: `--cwd` or the current directory.
+pub(crate) fn workspace_dir(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let dir = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let canonical = dir
+        .canonicalize()
+        .with_context(|| format!("cannot use working directory {}", dir.display()))?;
+    if !canonical.is_dir() {
+        anyhow::bail!("working directory {} is not a directory", dir.display());
+    }
+    Ok(canonical)
 }

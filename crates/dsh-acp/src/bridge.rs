@@ -1,0 +1,154 @@
+//! The bridge: the services it drives and the records of the sessions it owns.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use dsh_agent::AgentRegistry;
+use dsh_kernel::{Context, KernelError, Notification};
+use dsh_session::{SessionId, SessionStore};
+use dsh_tools::{Approver, ToolRuntime};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::errors::{AcpError, invalid};
+use crate::options::AcpOptions;
+use crate::permission::BridgeApprover;
+use crate::record::SessionRecord;
+
+/// `acp/closing`: the bridge stopped accepting sessions and is tearing its own down (the
+/// client disconnected, or `serve` is returning). Emitted once, after the bridge is marked
+/// closed and before any session is disposed; observers (and tests of the create-versus-close
+/// race) can rely on every later `session/new` or `session/load` being refused or rolled back.
+pub struct BridgeClosing;
+
+impl Notification for BridgeClosing {
+    const NAME: &'static str = "acp/closing";
+    type Payload = ();
+}
+
+#[derive(Default)]
+struct Records {
+    closed: bool,
+    live: HashMap<SessionId, Arc<SessionRecord>>,
+    /// Ids with a `session/load` in progress (reserved before any await).
+    loading: HashSet<SessionId>,
+}
+
+/// Shared state of one `serve` call.
+pub(crate) struct Bridge {
+    /// The bridge's own scope: owner of every agent it creates and of its approver.
+    pub(crate) ctx: Context,
+    pub(crate) registry: Arc<AgentRegistry>,
+    pub(crate) store: Arc<SessionStore>,
+    pub(crate) tools: Arc<ToolRuntime>,
+    pub(crate) options: AcpOptions,
+    /// Whether `dyn Approver` is the bridge's (else policy listeners ask the client directly).
+    pub(crate) owns_approver: bool,
+    /// Fired when teardown starts: aborts pending creations and resumes.
+    pub(crate) closing: CancellationToken,
+    /// Request work running outside the dispatch loop (creations, settlements, closes).
+    pub(crate) tasks: TaskTracker,
+    records: Mutex<Records>,
+}
+
+impl Bridge {
+    /// A bridge over the core services mounted on `ctx`.
+    pub(crate) fn new(ctx: &Context, options: AcpOptions) -> Result<Arc<Bridge>, AcpError> {
+        let registry = ctx.require::<AgentRegistry>()?;
+        let store = ctx.require::<SessionStore>()?;
+        let tools = ctx.require::<ToolRuntime>()?;
+        let own = ctx.child("acp")?;
+        let wants_approver = ctx.get::<dyn Approver>().is_none();
+        let mut failure: Option<KernelError> = None;
+        let bridge = Arc::new_cyclic(|weak| {
+            let owns_approver = wants_approver && {
+                let approver: Arc<dyn Approver> = Arc::new(BridgeApprover {
+                    bridge: weak.clone(),
+                });
+                match own.provide::<dyn Approver>(approver) {
+                    Ok(()) => true,
+                    // Provided concurrently by someone else: theirs stays, ours asks directly.
+                    Err(KernelError::ServiceAlreadyProvided { .. }) => false,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            };
+            Bridge {
+                ctx: own.clone(),
+                registry,
+                store,
+                tools,
+                options,
+                owns_approver,
+                closing: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+                records: Mutex::new(Records::default()),
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        Ok(bridge)
+    }
+
+    /// Whether teardown has started.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.records.lock().closed
+    }
+
+    /// The published record of session `id`.
+    pub(crate) fn record(&self, id: &SessionId) -> Option<Arc<SessionRecord>> {
+        self.records.lock().live.get(id).cloned()
+    }
+
+    /// Publishes a freshly created or resumed session. Hands the record back when the bridge
+    /// closed meanwhile: the caller must dispose it (the create lost the race with the close).
+    pub(crate) fn publish(&self, record: Arc<SessionRecord>) -> Result<(), Arc<SessionRecord>> {
+        let mut records = self.records.lock();
+        if records.closed {
+            return Err(record);
+        }
+        records.loading.remove(&record.state.id);
+        records.live.insert(record.state.id.clone(), record);
+        Ok(())
+    }
+
+    /// Removes the record of `id` (for `session/close`).
+    pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<SessionRecord>> {
+        self.records.lock().live.remove(id)
+    }
+
+    /// Marks the bridge closed and takes every record: from now on no session is accepted.
+    pub(crate) fn close_all(&self) -> Vec<Arc<SessionRecord>> {
+        let mut records = self.records.lock();
+        records.closed = true;
+        records.loading.clear();
+        records.live.drain().map(|(_, r)| r).collect()
+    }
+
+    /// Reserves `id` for a `session/load` (before any await), refusing an id that is loaded or
+    /// being loaded.
+    pub(crate) fn reserve_load(&self, id: &SessionId) -> Result<(), agent_client_protocol::Error> {
+        let mut records = self.records.lock();
+        if records.closed {
+            return Err(crate::errors::internal("bridge has been disposed"));
+        }
+        if records.live.contains_key(id) || !records.loading.insert(id.clone()) {
+            return Err(invalid(format!("session {id} is already loaded")));
+        }
+        Ok(())
+    }
+
+    /// Releases a `session/load` reservation that did not publish.
+    pub(crate) fn release_load(&self, id: &SessionId) {
+        self.records.lock().loading.remove(id);
+    }
+
+    /// Ids of the live bridge sessions.
+    pub(crate) fn live_ids(&self) -> Vec<SessionId> {
+        self.records.lock().live.keys().cloned().collect()
+    }
+}

@@ -1,0 +1,42 @@
+//! The Agent Client Protocol bridge of dsh: what `dsh acp` serves to editors.
+//!
+//! [`serve`] speaks ACP protocol v1 (newline-delimited JSON-RPC, through the
+//! `agent-client-protocol` crate) over any byte pipe and maps it onto dsh agents:
+//!
+//! - `initialize` (load, list and close supported; text and resource-link prompts),
+//!   `authenticate` (nothing to do), `session/new` (the ACP `sessionId` *is* the dsh session
+//!   id), `session/load` (resume, then replay the stored conversation), `session/list`,
+//!   `session/close`, `session/set_mode` (`default` asks before mutating tools, `auto`,
+//!   `read-only`), `session/prompt` and `session/cancel`.
+//! - Streaming `session/update`s derived from the durable session log: message and thought
+//!   chunks, tool-call cards with diffs and console output, usage.
+//! - One prompt per session, settled when the agent is idle and its output delivered;
+//!   queue-aware cancel (seed decision 000): a prompt cancelled before it started never runs.
+//! - Permission requests for mutating tools, failing closed on any client error, disconnect or
+//!   cancel ([`ApprovalPolicy`]).
+//! - Leak-free disconnect: the bridge holds each session's `AgentHandle` and disposes it, so
+//!   after the client goes away no bridge-owned agent or session-store entry remains, even for
+//!   a `session/new` that raced the close ([`BridgeClosing`] marks the moment).
+
+mod bridge;
+mod errors;
+mod list;
+mod modes;
+mod open;
+mod options;
+mod permission;
+mod prompt;
+mod record;
+mod replay;
+mod server;
+mod settle;
+mod teardown;
+mod translate;
+mod updates;
+
+pub use bridge::BridgeClosing;
+pub use errors::AcpError;
+pub use modes::Mode;
+pub use options::{AcpOptions, AgentSetupHook, ApprovalPolicy};
+pub use server::serve;
+pub use settle::CANCEL_ANSWER_DEADLINE;

@@ -1,0 +1,66 @@
+//! Session modes: how much a bridge-owned session may do without asking.
+
+use agent_client_protocol::v1::schema::{SessionMode, SessionModeId, SessionModeState};
+
+use crate::options::ApprovalPolicy;
+
+/// The modes a bridge session offers through `session/set_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Ask the client before every mutating tool call (`default`).
+    Ask,
+    /// Run every tool without asking (`auto`).
+    Auto,
+    /// Refuse every mutating tool call (`read-only`): the model is told why and nothing runs.
+    ReadOnly,
+}
+
+impl Mode {
+    /// Every mode, in the order the client lists them.
+    pub const ALL: [Mode; 3] = [Mode::Ask, Mode::Auto, Mode::ReadOnly];
+
+    /// The wire id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::Ask => "default",
+            Mode::Auto => "auto",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+
+    /// The mode with this wire id.
+    pub fn from_id(id: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    /// The mode a new session starts in under `policy`.
+    pub fn initial(policy: ApprovalPolicy) -> Mode {
+        match policy {
+            ApprovalPolicy::Never => Mode::Auto,
+            ApprovalPolicy::MutatingTools => Mode::Ask,
+        }
+    }
+
+    fn describe(self) -> SessionMode {
+        let (name, description) = match self {
+            Mode::Ask => (
+                "Ask",
+                "Ask before running commands or changing files (bash, write, edit)",
+            ),
+            Mode::Auto => ("Auto", "Run every tool without asking"),
+            Mode::ReadOnly => (
+                "Read only",
+                "Refuse commands and file changes; reading and searching still work",
+            ),
+        };
+        SessionMode::new(self.id(), name).description(description.to_owned())
+    }
+
+    /// The `modes` block of `session/new` and `session/load` answers.
+    pub(crate) fn state(current: Mode) -> SessionModeState {
+        SessionModeState::new(
+            SessionModeId::new(current.id()),
+            Mode::ALL.into_iter().map(Mode::describe).collect(),
+        )
+    }
+}

@@ -1,0 +1,99 @@
+//! `session/new`: a fresh agent owned by the bridge.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{NewSessionRequest, NewSessionResponse};
+use agent_client_protocol::{Client, Error};
+use dsh_agent::CreateAgentOptions;
+use dsh_session::{SessionId, SessionMeta};
+
+use crate::bridge::Bridge;
+use crate::errors::{chain, internal, invalid};
+use crate::modes::Mode;
+use crate::record::{SessionRecord, SessionState, wire_id, wiring};
+use crate::teardown::retire;
+
+/// Rejects what the bridge does not support: a relative `cwd`, MCP servers, extra roots.
+pub(crate) fn check_workspace(
+    cwd: &std::path::Path,
+    mcp_servers: usize,
+    additional_directories: usize,
+) -> Result<(), Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid(format!(
+            "cwd must be an absolute path, got {}",
+            cwd.display()
+        )));
+    }
+    if mcp_servers > 0 {
+        return Err(invalid("MCP servers are not supported by this agent"));
+    }
+    if additional_directories > 0 {
+        return Err(invalid(
+            "additional directories are not supported by this agent",
+        ));
+    }
+    Ok(())
+}
+
+/// Publishes `record`, or — when the bridge closed while the agent was being built — disposes
+/// it, so a create that loses the race with the close leaves nothing behind.
+pub(crate) async fn publish_or_dispose(
+    bridge: &Bridge,
+    record: Arc<SessionRecord>,
+) -> Result<(), Error> {
+    match bridge.publish(record) {
+        Ok(()) => Ok(()),
+        Err(record) => {
+            retire(record).await;
+            Err(internal("bridge has been disposed"))
+        }
+    }
+}
+
+/// Creates a session: a new agent whose id is the ACP `sessionId`, working in `cwd`, persisted
+/// like any other when persistence is mounted.
+pub(crate) async fn new_session(
+    bridge: Arc<Bridge>,
+    request: NewSessionRequest,
+    conn: ConnectionTo<Client>,
+) -> Result<NewSessionResponse, Error> {
+    if bridge.is_closed() {
+        return Err(internal("bridge has been disposed"));
+    }
+    check_workspace(
+        &request.cwd,
+        request.mcp_servers.len(),
+        request.additional_directories.len(),
+    )?;
+    let id = SessionId::generate();
+    let mode = Mode::initial(bridge.options.approval);
+    let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
+    let handle = bridge
+        .registry
+        .create(
+            &bridge.ctx,
+            CreateAgentOptions {
+                session_id: Some(id.clone()),
+                meta: SessionMeta {
+                    cwd: Some(request.cwd.clone()),
+                    ..SessionMeta::default()
+                },
+                agent_options: bridge.options.agent_options.clone(),
+                setup: Some(wiring(
+                    state.clone(),
+                    &bridge.options,
+                    bridge.owns_approver,
+                    false,
+                )),
+                cancel: Some(bridge.closing.child_token()),
+                ..CreateAgentOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| internal(format!("cannot create the session: {}", chain(&e))))?;
+    publish_or_dispose(&bridge, Arc::new(SessionRecord { state, handle })).await?;
+    tracing::info!(session = %id, cwd = %request.cwd.display(), "ACP session created");
+    Ok(NewSessionResponse::new(wire_id(&id)).modes(Mode::state(mode)))
+}

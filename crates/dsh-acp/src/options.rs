@@ -1,0 +1,96 @@
+//! What a front end configures when it starts the bridge.
+
+use std::fmt;
+use std::sync::Arc;
+
+use dsh_agent::{AgentOptions, Setup};
+
+/// Builds one extra composition step for every agent the bridge creates or resumes (for
+/// example the CLI's per-workspace `AGENTS.md` section). It is called once per agent and the
+/// returned [`Setup`] runs before the bridge's own wiring, while nothing is published yet.
+pub type AgentSetupHook = Arc<dyn Fn() -> Setup + Send + Sync>;
+
+/// Which tool calls of a bridge-owned session wait for the person at the editor.
+///
+/// Editors show a permission card (`session/request_permission`) for every call that needs
+/// approval; a client error, a disconnect or a cancelled turn denies it (fail closed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ApprovalPolicy {
+    /// Never ask: every tool runs (the session starts in the `auto` mode).
+    Never,
+    /// Ask before every call of a mutating tool ([`AcpOptions::mutating_tools`]); the
+    /// session starts in the `default` mode. The editor default, because an editor user
+    /// expects to see a change or a command before it happens.
+    #[default]
+    MutatingTools,
+}
+
+/// Configuration of [`crate::serve`].
+#[derive(Clone)]
+pub struct AcpOptions {
+    /// Route and output cap of every agent the bridge creates or resumes.
+    pub agent_options: AgentOptions,
+    /// Which calls ask the client first (also the initial session mode).
+    pub approval: ApprovalPolicy,
+    /// Tools that change the workspace: asked about under
+    /// [`ApprovalPolicy::MutatingTools`], refused in the `read-only` mode.
+    pub mutating_tools: Vec<String>,
+    /// Extra per-agent composition, run for every bridge-created or resumed agent.
+    pub agent_setup: Option<AgentSetupHook>,
+    /// The implementation name reported by `initialize`.
+    pub agent_name: String,
+    /// The implementation version reported by `initialize`.
+    pub agent_version: String,
+}
+
+impl Default for AcpOptions {
+    fn default() -> Self {
+        Self {
+            agent_options: AgentOptions::default(),
+            approval: ApprovalPolicy::default(),
+            mutating_tools: ["bash", "write", "edit"].map(str::to_owned).to_vec(),
+            agent_setup: None,
+            agent_name: "dsh".to_owned(),
+            agent_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+impl AcpOptions {
+    /// Options with `agent_options` as the route and every other field at its default.
+    pub fn new(agent_options: AgentOptions) -> Self {
+        Self {
+            agent_options,
+            ..Self::default()
+        }
+    }
+
+    /// The same options with `hook` as the extra per-agent composition.
+    pub fn with_agent_setup(mut self, hook: AgentSetupHook) -> Self {
+        self.agent_setup = Some(hook);
+        self
+    }
+
+    /// The same options with another approval policy.
+    pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    pub(crate) fn is_mutating(&self, tool: &str) -> bool {
+        self.mutating_tools.iter().any(|t| t == tool)
+    }
+}
+
+impl fmt::Debug for AcpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcpOptions")
+            .field("agent_options", &self.agent_options)
+            .field("approval", &self.approval)
+            .field("mutating_tools", &self.mutating_tools)
+            .field("agent_setup", &self.agent_setup.is_some())
+            .field("agent_name", &self.agent_name)
+            .field("agent_version", &self.agent_version)
+            .finish()
+    }
+}

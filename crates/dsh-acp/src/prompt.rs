@@ -1,0 +1,143 @@
+//! `session/prompt` admission and `session/cancel`.
+//!
+//! Admission is synchronous (text and resource links need no I/O), so it runs inside the
+//! dispatch loop and a `session/cancel` can never land halfway through it: by the time the
+//! next message is read, the prompt is either refused or queued in the agent's inbox. Only the
+//! wait for settlement runs outside the loop.
+
+use std::sync::Arc;
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::schema::{ContentBlock as AcpBlock, PromptRequest};
+use dsh_agent::{AgentRef, CancelCause, CancelOptions, same_agent};
+use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
+
+use crate::bridge::Bridge;
+use crate::errors::{internal, invalid};
+use crate::record::SessionRecord;
+use crate::settle::Inflight;
+
+/// Flattens a prompt into the one text block the agent receives: adjacent text concatenated,
+/// resource links rendered as `\n[resource_link name=<json> uri=<json>]\n`. Every block is
+/// checked before anything is queued.
+pub(crate) fn render(prompt: &[AcpBlock]) -> Result<String, Error> {
+    let mut text = String::new();
+    for block in prompt {
+        match block {
+            AcpBlock::Text(t) => text.push_str(&t.text),
+            AcpBlock::ResourceLink(link) => {
+                let name = serde_json::to_string(&link.name).map_err(Error::into_internal_error)?;
+                let uri = serde_json::to_string(&link.uri).map_err(Error::into_internal_error)?;
+                text.push_str(&format!("\n[resource_link name={name} uri={uri}]\n"));
+            }
+            AcpBlock::Image(_) => {
+                return Err(invalid("image prompts are not supported by this agent"));
+            }
+            AcpBlock::Audio(_) => {
+                return Err(invalid("audio prompts are not supported by this agent"));
+            }
+            AcpBlock::Resource(_) => {
+                return Err(invalid(
+                    "embedded resources are not supported by this agent; send a resource_link",
+                ));
+            }
+            _ => return Err(invalid("unsupported prompt content block")),
+        }
+    }
+    if text.trim().is_empty() {
+        return Err(invalid("empty prompt"));
+    }
+    Ok(text)
+}
+
+/// An admitted prompt: the record it belongs to and its slot.
+pub(crate) struct Admitted {
+    pub(crate) record: Arc<SessionRecord>,
+    pub(crate) inflight: Arc<Inflight>,
+}
+
+/// Reserves the session's prompt slot, validates the content, and queues the prompt with
+/// `followup`. The message id is recorded before the enqueue, because an idle agent claims
+/// the prompt (and reports the claim) before `followup` returns.
+pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted, Error> {
+    if bridge.is_closed() {
+        return Err(internal("bridge has been disposed"));
+    }
+    let id = SessionId::new(&*request.session_id.0);
+    let record = bridge
+        .record(&id)
+        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let state = &record.state;
+    let message = Message::user(Vec::new(), MessageSource::User);
+    let inflight = Inflight::new(message.id.clone());
+    state.reserve_slot(&inflight)?;
+    let queued = (|| {
+        let text = render(&request.prompt)?;
+        let agent = record.agent();
+        let registered = bridge.registry.get(&id);
+        if !registered.is_some_and(|live| same_agent(&live, agent)) {
+            return Err(internal(
+                "prompt was not queued: the agent was disposed outside the bridge",
+            ));
+        }
+        let message = Message {
+            content: vec![ContentBlock::text(text)],
+            ..message
+        };
+        agent
+            .followup(message)
+            .map_err(|e| internal(format!("prompt was not queued: {e}")))
+    })();
+    if let Err(e) = queued {
+        state.release_slot(&inflight);
+        return Err(e);
+    }
+    Ok(Admitted { record, inflight })
+}
+
+/// `session/cancel`: the outstanding prompt (if any) will answer `cancelled`, and the agent's
+/// queue-aware cancel clears its pending inbox and aborts the running turn, so a prompt that
+/// was still queued never runs. Idle cancellation is harmless. Unknown sessions are ignored.
+pub(crate) fn cancel(bridge: &Bridge, session: &SessionId) {
+    let Some(record) = bridge.record(session) else {
+        tracing::debug!(%session, "session/cancel for an unknown session ignored");
+        return;
+    };
+    cancel_record(&record);
+}
+
+/// Cancels the record's outstanding prompt and its agent's work (cause `user`).
+pub(crate) fn cancel_record(record: &SessionRecord) {
+    if let Some(inflight) = record.state.inflight() {
+        inflight.request_cancel();
+    }
+    let agent: &AgentRef = record.agent();
+    agent.cancel(CancelCause::User, CancelOptions::default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{ResourceLink, TextContent};
+
+    #[test]
+    fn resource_links_render_as_json_quoted_markers_between_text() {
+        let text = render(&[
+            AcpBlock::Text(TextContent::new("look at")),
+            AcpBlock::ResourceLink(ResourceLink::new("a \"b\".rs", "file:///x/a.rs")),
+            AcpBlock::Text(TextContent::new("please")),
+        ])
+        .unwrap();
+        assert_eq!(
+            text,
+            "look at\n[resource_link name=\"a \\\"b\\\".rs\" uri=\"file:///x/a.rs\"]\nplease"
+        );
+    }
+
+    #[test]
+    fn whitespace_only_prompts_are_invalid() {
+        let e = render(&[AcpBlock::Text(TextContent::new("  \n"))]).unwrap_err();
+        assert_eq!(e.message, "empty prompt");
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+    }
+}

@@ -1,0 +1,230 @@
+//! One bridge-owned session: its agent handle, its prompt slot, its delivery queue, and the
+//! listeners that tie them to exactly that agent.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use dsh_agent::events::{AgentErrorReported, InboxClaimed};
+use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
+use dsh_kernel::{BoxError, Context, ScopeTag};
+use dsh_session::{EventKind, SessionEventFired, SessionId};
+use dsh_tools::ToolRuntime;
+use futures::FutureExt;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::invalid;
+use crate::modes::Mode;
+use crate::options::AcpOptions;
+use crate::permission;
+use crate::settle::Inflight;
+use crate::translate::Source;
+use crate::updates::UpdateQueue;
+
+/// The protocol's form of a session id (the same string: the ACP `sessionId` is the dsh id).
+pub(crate) fn wire_id(id: &SessionId) -> agent_client_protocol::v1::schema::SessionId {
+    agent_client_protocol::v1::schema::SessionId::new(id.as_str())
+}
+
+/// What the agent-scoped listeners and the request handlers share about one session. Built
+/// before the agent exists (its listeners are installed during the agent's unpublished setup),
+/// so it holds the agent only weakly.
+pub(crate) struct SessionState {
+    pub(crate) id: SessionId,
+    pub(crate) conn: ConnectionTo<Client>,
+    pub(crate) updates: UpdateQueue,
+    pub(crate) tools: Arc<ToolRuntime>,
+    /// Fired when the bridge lets go of the session (close, disconnect, teardown): pending
+    /// permission questions fail closed.
+    pub(crate) closed: CancellationToken,
+    slot: Mutex<Option<Arc<Inflight>>>,
+    mode: Mutex<Mode>,
+    always_allowed: Mutex<HashSet<String>>,
+    bound: Mutex<Bound>,
+}
+
+#[derive(Default)]
+struct Bound {
+    agent: Option<Weak<dyn Agent>>,
+    tag: Option<ScopeTag>,
+    cwd: Option<PathBuf>,
+}
+
+impl SessionState {
+    /// The state of session `id`, delivering through `conn`.
+    pub(crate) fn new(
+        id: SessionId,
+        conn: ConnectionTo<Client>,
+        tools: Arc<ToolRuntime>,
+        mode: Mode,
+    ) -> Arc<SessionState> {
+        Arc::new(SessionState {
+            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone()),
+            id,
+            conn,
+            tools,
+            closed: CancellationToken::new(),
+            slot: Mutex::new(None),
+            mode: Mutex::new(mode),
+            always_allowed: Mutex::new(HashSet::new()),
+            bound: Mutex::new(Bound::default()),
+        })
+    }
+
+    /// Takes the prompt slot; a second outstanding prompt is refused, never queued.
+    pub(crate) fn reserve_slot(
+        &self,
+        inflight: &Arc<Inflight>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let mut slot = self.slot.lock();
+        if slot.is_some() {
+            return Err(invalid("a prompt is already in flight for this session"));
+        }
+        *slot = Some(inflight.clone());
+        Ok(())
+    }
+
+    /// Frees the slot if it still holds `inflight`.
+    pub(crate) fn release_slot(&self, inflight: &Arc<Inflight>) {
+        let mut slot = self.slot.lock();
+        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, inflight)) {
+            *slot = None;
+        }
+    }
+
+    /// The outstanding prompt, if any.
+    pub(crate) fn inflight(&self) -> Option<Arc<Inflight>> {
+        self.slot.lock().clone()
+    }
+
+    /// The current mode.
+    pub(crate) fn mode(&self) -> Mode {
+        *self.mode.lock()
+    }
+
+    /// Switches the mode; `true` when it changed.
+    pub(crate) fn set_mode(&self, mode: Mode) -> bool {
+        std::mem::replace(&mut *self.mode.lock(), mode) != mode
+    }
+
+    /// Whether the person chose "allow always" for `tool` in this session.
+    pub(crate) fn is_always_allowed(&self, tool: &str) -> bool {
+        self.always_allowed.lock().contains(tool)
+    }
+
+    /// Remembers "allow always" for `tool` in this session.
+    pub(crate) fn allow_always(&self, tool: &str) {
+        self.always_allowed.lock().insert(tool.to_owned());
+    }
+
+    /// The agent's routing tag and working directory, for presenting its calls.
+    pub(crate) fn presentation_scope(&self) -> (Option<ScopeTag>, Option<PathBuf>) {
+        let b = self.bound.lock();
+        (b.tag.clone(), b.cwd.clone())
+    }
+
+    /// Whether `agent` is the agent this state was wired to (same object, not just same id).
+    pub(crate) fn is_agent(&self, agent: &AgentRef) -> bool {
+        self.bound
+            .lock()
+            .agent
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .is_some_and(|a| dsh_agent::same_agent(&a, agent))
+    }
+
+    fn bind(&self, agent: &AgentRef) {
+        let mut b = self.bound.lock();
+        b.agent = Some(Arc::downgrade(agent));
+        b.tag = agent.ctx().tag().cloned();
+        b.cwd = agent.session().header().cwd.clone();
+        self.updates.bind(b.tag.clone(), b.cwd.clone());
+    }
+}
+
+/// A published session: its state and the handle whose `dispose` tears the agent down.
+pub(crate) struct SessionRecord {
+    pub(crate) state: Arc<SessionState>,
+    pub(crate) handle: AgentHandle,
+}
+
+impl SessionRecord {
+    /// The session's agent.
+    pub(crate) fn agent(&self) -> &AgentRef {
+        self.handle.agent()
+    }
+}
+
+/// The unpublished composition of a bridge-owned agent: the front end's own per-agent setup
+/// first, then (for `session/load`) the stored conversation queued for replay, then the
+/// listeners scoped to exactly this agent. Everything is registered through the agent's scoped
+/// context, so it is undone by the agent's own teardown, and nothing can be missed: the
+/// session publishes no event before setup has finished.
+pub(crate) fn wiring(
+    state: Arc<SessionState>,
+    options: &AcpOptions,
+    asks_through_approver: bool,
+    replay: bool,
+) -> Setup {
+    let extra = options.agent_setup.as_ref().map(|hook| hook());
+    let options = options.clone();
+    Box::new(move |ctx: Context| {
+        async move {
+            let commit = match extra {
+                Some(setup) => setup(ctx.clone()).await?,
+                None => None,
+            };
+            let agent = agent_of(&ctx).ok_or_else(|| -> BoxError {
+                "the ACP bridge was handed a context that belongs to no agent".into()
+            })?;
+            state.bind(&agent);
+            if replay {
+                for event in agent.session().events() {
+                    state.updates.event(event, Source::Replay);
+                }
+            }
+            listen(&ctx, &state, &agent)?;
+            permission::install_policy(&ctx, state.clone(), options, asks_through_approver)?;
+            Ok(commit)
+        }
+        .boxed()
+    })
+}
+
+fn listen(ctx: &Context, state: &Arc<SessionState>, agent: &AgentRef) -> Result<(), BoxError> {
+    let session = agent.session().clone();
+    let s = state.clone();
+    let _ = ctx.on::<SessionEventFired>(move |notice| {
+        // The listener is scoped to the agent's tag; the identity check keeps a foreign
+        // session that somehow shares the route out of this client's stream.
+        if !Arc::ptr_eq(&notice.session, &session) {
+            return;
+        }
+        if let EventKind::TurnEnd(end) = &notice.event.kind
+            && let Some(inflight) = s.inflight()
+        {
+            inflight.turn_ended(end.turn, &end.reason);
+        }
+        s.updates.event(notice.event.clone(), Source::Live);
+    })?;
+    let s = state.clone();
+    let _ = ctx.on::<InboxClaimed>(move |claim| {
+        if s.is_agent(&claim.agent)
+            && let Some(inflight) = s.inflight()
+        {
+            inflight.claimed(&claim.message.id, claim.turn);
+        }
+    })?;
+    let s = state.clone();
+    let _ = ctx.on::<AgentErrorReported>(move |notice| {
+        if s.is_agent(&notice.agent)
+            && let Some(inflight) = s.inflight()
+        {
+            inflight.agent_failed(notice.turn, &notice.error);
+        }
+    })?;
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! `session/load`: resume a stored session and replay its conversation before answering.
+//!
+//! The stored log is queued for replay during the resumed agent's unpublished setup, before
+//! its live listener exists and before it can commit anything, so the client sees the whole
+//! history first and then the live stream, with nothing duplicated or lost in between. Replay
+//! uses the same translator as live streaming (committed messages instead of raw deltas, plus
+//! the user's own prompts), so a reloaded conversation reads the way it did live.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse};
+use agent_client_protocol::{Client, Error};
+use dsh_agent::ResumeAgentOptions;
+use dsh_session::{Persistence, PersistenceError, SessionId};
+
+use crate::bridge::Bridge;
+use crate::errors::{chain, internal, invalid};
+use crate::modes::Mode;
+use crate::open::{check_workspace, publish_or_dispose};
+use crate::record::{SessionRecord, SessionState, wiring};
+
+/// Loads session `request.session_id` from persistence, resumes it as a bridge-owned agent,
+/// replays it, and answers once the replay has reached the client.
+pub(crate) async fn load_session(
+    bridge: Arc<Bridge>,
+    request: LoadSessionRequest,
+    conn: ConnectionTo<Client>,
+) -> Result<LoadSessionResponse, Error> {
+    check_workspace(
+        &request.cwd,
+        request.mcp_servers.len(),
+        request.additional_directories.len(),
+    )?;
+    let persistence = bridge.ctx.get::<dyn Persistence>().ok_or_else(|| {
+        internal("session/load needs session persistence, which is not configured")
+    })?;
+    let id = SessionId::new(&*request.session_id.0);
+    bridge.reserve_load(&id)?;
+    let loaded = resume(&bridge, persistence.as_ref(), &id, &request, conn).await;
+    if loaded.is_err() {
+        bridge.release_load(&id);
+    }
+    loaded
+}
+
+async fn resume(
+    bridge: &Arc<Bridge>,
+    persistence: &dyn Persistence,
+    id: &SessionId,
+    request: &LoadSessionRequest,
+    conn: ConnectionTo<Client>,
+) -> Result<LoadSessionResponse, Error> {
+    if bridge.store.get(id).is_some() {
+        return Err(invalid(format!(
+            "session {id} is already live in this process"
+        )));
+    }
+    // The workspace check happens before any agent is built: a mismatch builds nothing.
+    let stored = persistence.load(id).await.map_err(|e| match e {
+        PersistenceError::NotFound { .. } => invalid(format!("unknown session: {id}")),
+        other => internal(format!("cannot load session {id}: {}", chain(&other))),
+    })?;
+    match &stored.header.cwd {
+        Some(cwd) if cwd.as_path() == request.cwd.as_path() => {}
+        Some(cwd) => {
+            return Err(invalid(format!(
+                "session {id} belongs to {}, not {}",
+                cwd.display(),
+                request.cwd.display()
+            )));
+        }
+        None => {
+            return Err(invalid(format!(
+                "session {id} has no working directory and cannot be loaded by an editor"
+            )));
+        }
+    }
+    drop(stored);
+    let mode = Mode::initial(bridge.options.approval);
+    let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
+    let mut options = ResumeAgentOptions::new(id.clone());
+    options.agent_options = bridge.options.agent_options.clone();
+    options.setup = Some(wiring(
+        state.clone(),
+        &bridge.options,
+        bridge.owns_approver,
+        true,
+    ));
+    options.cancel = Some(bridge.closing.child_token());
+    let handle = bridge
+        .registry
+        .resume(&bridge.ctx, options)
+        .await
+        .map_err(|e| internal(format!("cannot resume session {id}: {}", chain(&e))))?;
+    publish_or_dispose(
+        bridge,
+        Arc::new(SessionRecord {
+            state: state.clone(),
+            handle,
+        }),
+    )
+    .await?;
+    state.updates.drained().await;
+    tracing::info!(session = %id, "ACP session loaded");
+    Ok(LoadSessionResponse::new().modes(Mode::state(mode)))
+}

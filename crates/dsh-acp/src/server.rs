@@ -1,0 +1,236 @@
+//! The connection: protocol v1 over newline-delimited JSON-RPC, one handler per method.
+//!
+//! Handlers run inside the SDK's dispatch loop, so each one does only synchronous work there
+//! (validation, prompt admission, cancel) and moves anything that awaits the agent, the
+//! registry or persistence into a tracked task that answers through its responder. That keeps
+//! `session/cancel` and permission answers flowing while prompts are outstanding.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
+    CloseSessionRequest, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    SessionModeId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, ByteStreams, Error, JsonRpcResponse};
+use dsh_kernel::Context;
+use dsh_session::SessionId;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::bridge::Bridge;
+use crate::errors::{AcpError, invalid};
+use crate::modes::Mode;
+use crate::options::AcpOptions;
+use crate::settle::settle;
+use crate::{list, open, prompt, replay, teardown};
+
+/// Runs the ACP agent side of one connection until the client closes its end, then tears every
+/// session it created down and returns.
+///
+/// `ctx` must already carry the core services (`dsh_agent_loop::mount_core`: agent registry
+/// with the loop factory, session store, tool runtime) plus whatever else sessions should get
+/// (tools, shell executor, persistence — `session/load` and `session/list` use `dyn
+/// Persistence` when it is provided). `input` carries the client's frames, `output` only
+/// protocol frames: the bridge never writes anything else there and logs through `tracing`,
+/// so the front end must route tracing to stderr.
+///
+/// When `input` reaches end of file (or the connection fails), every bridge-owned session is
+/// cancelled (`user`), drained, and disposed — afterwards no agent and no session-store entry of
+/// the bridge remains, and each persisted session ends balanced with its last turn `aborted`.
+/// Other sessions of the process are untouched.
+///
+/// Every future the SDK drives is `Send`, so this runs on a multi-threaded runtime as well as
+/// a current-thread one; no `LocalSet` is needed.
+pub async fn serve<R, W>(
+    ctx: Context,
+    options: AcpOptions,
+    input: R,
+    output: W,
+) -> Result<(), AcpError>
+where
+    R: tokio::io::AsyncRead + Send + 'static,
+    W: tokio::io::AsyncWrite + Send + 'static,
+{
+    let bridge = Bridge::new(&ctx, options)?;
+    let transport = ByteStreams::new(output.compat_write(), input.compat());
+    let served = connection(&bridge).connect_to(transport).await;
+    if let Err(error) = &served {
+        tracing::warn!(%error, "ACP connection ended with an error");
+    }
+    teardown::quiesce(&bridge).await;
+    served.map_err(AcpError::Transport)
+}
+
+/// Runs `work` outside the dispatch loop and answers `responder` with its result. An answer
+/// that cannot be written (the client is gone) is only logged.
+fn answer<T, F>(bridge: &Bridge, responder: Responder<T>, work: F)
+where
+    T: JsonRpcResponse,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+{
+    bridge.tasks.spawn(async move {
+        let result = work.await;
+        if let Err(error) = responder.respond_with_result(result) {
+            tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
+        }
+    });
+}
+
+fn reply<T: JsonRpcResponse>(responder: Responder<T>, result: Result<T, Error>) {
+    if let Err(error) = responder.respond_with_result(result) {
+        tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
+    }
+}
+
+fn initialize(bridge: &Bridge) -> InitializeResponse {
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(
+            PromptCapabilities::new()
+                .image(false)
+                .audio(false)
+                .embedded_context(false),
+        )
+        .session_capabilities(
+            SessionCapabilities::new()
+                .list(SessionListCapabilities::new())
+                .close(SessionCloseCapabilities::new()),
+        );
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .auth_methods(Vec::new())
+        .agent_info(Implementation::new(
+            bridge.options.agent_name.clone(),
+            bridge.options.agent_version.clone(),
+        ))
+}
+
+fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Error> {
+    let id = SessionId::new(&*request.session_id.0);
+    let record = bridge
+        .record(&id)
+        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let mode = Mode::from_id(&request.mode_id.0)
+        .ok_or_else(|| invalid(format!("unknown mode: {}", request.mode_id.0)))?;
+    if record.state.set_mode(mode) {
+        record
+            .state
+            .updates
+            .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                SessionModeId::new(mode.id()),
+            )));
+    }
+    Ok(())
+}
+
+fn connection(
+    bridge: &Arc<Bridge>,
+) -> agent_client_protocol::v1::Builder<
+    Agent,
+    impl agent_client_protocol::HandleDispatchFrom<agent_client_protocol::Client> + 'static,
+> {
+    let (b1, b2, b3, b4, b5, b6, b7, b8, b9) = (
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+        bridge.clone(),
+    );
+    Agent
+        .v1()
+        .name("dsh-acp")
+        .on_receive_request(
+            async move |_request: InitializeRequest, responder, _cx| {
+                responder.respond(initialize(&b1))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_request: AuthenticateRequest, responder, _cx| {
+                responder.respond(AuthenticateResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                answer(&b2, responder, open::new_session(b2.clone(), request, cx));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                answer(
+                    &b3,
+                    responder,
+                    replay::load_session(b3.clone(), request, cx),
+                );
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                answer(&b4, responder, list::list_sessions(b4.clone(), request));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, _cx| {
+                answer(&b5, responder, teardown::close_session(b5.clone(), request));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                match prompt::admit(&b6, &request) {
+                    Err(e) => reply(responder, Err(e)),
+                    Ok(admitted) => answer(&b6, responder, async move {
+                        let stop = settle(
+                            &admitted.record.state,
+                            admitted.record.agent(),
+                            &admitted.inflight,
+                        )
+                        .await?;
+                        Ok(PromptResponse::new(stop))
+                    }),
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                prompt::cancel(&b7, &SessionId::new(&*notification.session_id.0));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let result = set_mode(&b8, &request).map(|()| SetSessionModeResponse::new());
+                let Some(record) = b9.record(&SessionId::new(&*request.session_id.0)) else {
+                    reply(responder, result);
+                    return Ok(());
+                };
+                // The mode update reaches the client before the answer.
+                answer(&b8, responder, async move {
+                    record.state.updates.drained().await;
+                    result
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+}

@@ -1,0 +1,377 @@
+//! Session events → `session/update`s: the one translator used for live streaming and for
+//! `session/load` replay, so a reloaded conversation looks the way it looked live.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock as AcpBlock, ContentChunk, Diff, SessionUpdate, ToolCall as AcpToolCall,
+    ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind as AcpKind, UsageUpdate,
+};
+use dsh_kernel::ScopeTag;
+use dsh_session::{
+    AssistantMessage, CallId, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
+    SurfaceOp, ToolCall, ToolResult,
+};
+use dsh_tools::{Tool, ToolCallResult, ToolKind, ToolPresentation, ToolRuntime, parse_arguments};
+use serde_json::Value;
+
+/// Where an event comes from: the live feed streams raw deltas; a replay shows the committed
+/// messages (so a failed attempt's discarded deltas never reappear) and the user's prompts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A committed event of the running agent.
+    Live,
+    /// A stored event shown again by `session/load`.
+    Replay,
+}
+
+/// A call the client has seen a card for, kept until its result so the result can be
+/// presented with the call's arguments.
+struct PendingCall {
+    name: String,
+    args: Value,
+}
+
+/// The per-session translation state. Owned by the session's delivery task, so it needs no
+/// lock.
+pub(crate) struct Translator {
+    tools: Arc<ToolRuntime>,
+    tag: Option<ScopeTag>,
+    cwd: Option<PathBuf>,
+    calls: HashMap<CallId, PendingCall>,
+    context_window: Option<u64>,
+}
+
+fn text_block(text: impl Into<String>) -> AcpBlock {
+    AcpBlock::from(text.into())
+}
+
+fn chunk(text: impl Into<String>) -> ContentChunk {
+    ContentChunk::new(text_block(text))
+}
+
+fn kind_of(kind: ToolKind) -> AcpKind {
+    match kind {
+        ToolKind::Read => AcpKind::Read,
+        ToolKind::Edit => AcpKind::Edit,
+        ToolKind::Delete => AcpKind::Delete,
+        ToolKind::Move => AcpKind::Move,
+        ToolKind::Search => AcpKind::Search,
+        ToolKind::Execute => AcpKind::Execute,
+        ToolKind::Think => AcpKind::Think,
+        ToolKind::Fetch => AcpKind::Fetch,
+        ToolKind::Other => AcpKind::Other,
+    }
+}
+
+/// A tool's own presentation; a panicking presenter falls back to the generic card.
+fn presented(f: impl FnOnce() -> Option<ToolPresentation>) -> Option<ToolPresentation> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).ok().flatten()
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// A console block for terminal output.
+fn console(output: &str, exit: Option<i32>) -> String {
+    let mut text = format!("```console\n{}\n```", output.trim_end_matches('\n'));
+    if let Some(code) = exit.filter(|c| *c != 0) {
+        text.push_str(&format!("\nexit code {code}"));
+    }
+    text
+}
+
+/// What a card shows: title, kind and content.
+struct Card {
+    title: String,
+    kind: AcpKind,
+    content: Vec<ToolCallContent>,
+}
+
+impl Translator {
+    /// A translator resolving tool presenters through `tools` (global view until bound).
+    pub(crate) fn new(tools: Arc<ToolRuntime>) -> Self {
+        Self {
+            tools,
+            tag: None,
+            cwd: None,
+            calls: HashMap::new(),
+            context_window: None,
+        }
+    }
+
+    /// Binds the agent's routing tag (so its scoped tools present their own calls) and its
+    /// working directory (so relative paths become locations the editor can open).
+    pub(crate) fn bind(&mut self, tag: Option<ScopeTag>, cwd: Option<PathBuf>) {
+        self.tag = tag;
+        self.cwd = cwd;
+    }
+
+    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.get(self.tag.as_ref(), name)
+    }
+
+    fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        match &self.cwd {
+            Some(cwd) if p.is_relative() => cwd.join(p),
+            _ => p.to_path_buf(),
+        }
+    }
+
+    /// The updates one event produces, in order (usually zero or one).
+    pub(crate) fn translate(&mut self, event: &SessionEvent, source: Source) -> Vec<SessionUpdate> {
+        match &event.kind {
+            EventKind::RequestContext(c) => {
+                self.context_window = c.context_window;
+                Vec::new()
+            }
+            EventKind::AssistantChunk(c) if source == Source::Live => match &c.chunk {
+                StreamChunk::TextDelta { text, .. } if !text.is_empty() => {
+                    vec![SessionUpdate::AgentMessageChunk(chunk(text.clone()))]
+                }
+                StreamChunk::ReasoningDelta { text, .. } if !text.is_empty() => {
+                    vec![SessionUpdate::AgentThoughtChunk(chunk(text.clone()))]
+                }
+                _ => Vec::new(),
+            },
+            EventKind::AssistantMessage(m) => self.assistant_message(m, source),
+            EventKind::UserMessage(m) if source == Source::Replay => {
+                if m.source != MessageSource::User {
+                    return Vec::new();
+                }
+                m.content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .filter(|t| !t.is_empty())
+                    .map(|t| SessionUpdate::UserMessageChunk(chunk(t)))
+                    .collect()
+            }
+            EventKind::ToolCall(c) => vec![self.tool_call(c)],
+            // A replacement result (compaction) rewrites history; the card already settled.
+            EventKind::ToolResult(r)
+                if !matches!(event.surface_op, Some(SurfaceOp::Replace { .. })) =>
+            {
+                self.tool_result(r).into_iter().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn assistant_message(&mut self, m: &AssistantMessage, source: Source) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        if source == Source::Replay {
+            for block in &m.message.content {
+                match block {
+                    ContentBlock::Text { text } if !text.is_empty() => {
+                        out.push(SessionUpdate::AgentMessageChunk(chunk(text.clone())));
+                    }
+                    ContentBlock::Reasoning { text } if !text.is_empty() => {
+                        out.push(SessionUpdate::AgentThoughtChunk(chunk(text.clone())));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let (Some(usage), Some(size)) = (&m.usage, self.context_window) {
+            let used = usage.input_tokens + usage.output_tokens;
+            out.push(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)));
+        }
+        out
+    }
+
+    /// The card for edit/write calls whose tool offers no diff of its own: the change the
+    /// arguments describe (for `write`, the whole new text).
+    fn argument_diff(&self, name: &str, args: &Value) -> Option<Diff> {
+        let path = self.resolve(str_arg(args, "file_path")?);
+        match name {
+            "edit" => Some(
+                Diff::new(path, str_arg(args, "new_string")?)
+                    .old_text(str_arg(args, "old_string")?.to_owned()),
+            ),
+            "write" => Some(Diff::new(path, str_arg(args, "content")?)),
+            _ => None,
+        }
+    }
+
+    fn card(&self, name: &str, args: &Value, presentation: Option<ToolPresentation>) -> Card {
+        match presentation {
+            Some(ToolPresentation::Generic { title, kind }) => Card {
+                title,
+                kind: kind_of(kind),
+                content: self
+                    .argument_diff(name, args)
+                    .map(ToolCallContent::from)
+                    .into_iter()
+                    .collect(),
+            },
+            Some(ToolPresentation::Diff {
+                path,
+                old_text,
+                new_text,
+            }) => Card {
+                title: format!("Edit {path}"),
+                kind: AcpKind::Edit,
+                content: vec![ToolCallContent::from(
+                    Diff::new(self.resolve(&path), new_text).old_text(old_text),
+                )],
+            },
+            Some(ToolPresentation::Terminal {
+                command, output, ..
+            }) => Card {
+                title: command,
+                kind: AcpKind::Execute,
+                content: output
+                    .map(|o| ToolCallContent::from(text_block(console(&o, None))))
+                    .into_iter()
+                    .collect(),
+            },
+            None => Card {
+                title: name.to_owned(),
+                kind: AcpKind::Other,
+                content: self
+                    .argument_diff(name, args)
+                    .map(ToolCallContent::from)
+                    .into_iter()
+                    .collect(),
+            },
+        }
+    }
+
+    /// The permission card's description of a call that is about to run.
+    fn describe_call(&self, name: &str, args: &Value) -> ToolCallUpdateFields {
+        let presentation = self
+            .tool(name)
+            .and_then(|t| presented(|| t.present_call(args)));
+        let card = self.card(name, args, presentation);
+        ToolCallUpdateFields::new()
+            .title(card.title)
+            .kind(card.kind)
+            .name(name.to_owned())
+            .status(ToolCallStatus::Pending)
+            .raw_input(args.clone())
+            .content((!card.content.is_empty()).then_some(card.content))
+            .locations(self.locations(args))
+    }
+
+    fn locations(&self, args: &Value) -> Option<Vec<ToolCallLocation>> {
+        str_arg(args, "file_path").map(|p| vec![ToolCallLocation::new(self.resolve(p))])
+    }
+
+    fn tool_call(&mut self, c: &ToolCall) -> SessionUpdate {
+        let args = parse_arguments(&c.arguments);
+        let presentation = self
+            .tool(&c.name)
+            .and_then(|t| presented(|| t.present_call(&args)));
+        let card = self.card(&c.name, &args, presentation);
+        let mut call = AcpToolCall::new(ToolCallId::new(c.call_id.as_str()), card.title)
+            .name(c.name.clone())
+            .kind(card.kind)
+            .status(ToolCallStatus::InProgress)
+            .content(card.content)
+            .raw_input(args.clone());
+        if let Some(locations) = self.locations(&args) {
+            call = call.locations(locations);
+        }
+        self.calls.insert(
+            c.call_id.clone(),
+            PendingCall {
+                name: c.name.clone(),
+                args,
+            },
+        );
+        SessionUpdate::ToolCall(call)
+    }
+
+    fn tool_result(&mut self, r: &ToolResult) -> Option<SessionUpdate> {
+        let (call_id, content, is_error) = r.message.content.iter().find_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                is_error,
+            } => Some((tool_call_id.clone(), content.clone(), *is_error)),
+            _ => None,
+        })?;
+        let call = self.calls.remove(&call_id);
+        let result = ToolCallResult {
+            content,
+            is_error,
+            error: r.error.clone(),
+            meta: r.meta.clone(),
+            ..ToolCallResult::default()
+        };
+        let text = result.text();
+        let presentation = match &call {
+            Some(call) if !is_error => self
+                .tool(&call.name)
+                .and_then(|t| presented(|| t.present_result(&call.args, &result))),
+            _ => None,
+        };
+        let content = match presentation {
+            Some(ToolPresentation::Diff {
+                path,
+                old_text,
+                new_text,
+            }) => vec![ToolCallContent::from(
+                Diff::new(self.resolve(&path), new_text).old_text(old_text),
+            )],
+            Some(ToolPresentation::Terminal { output, exit, .. }) => {
+                let output = output.unwrap_or_else(|| text.clone());
+                vec![ToolCallContent::from(text_block(console(&output, exit)))]
+            }
+            _ => {
+                let diff = call
+                    .as_ref()
+                    .filter(|_| !is_error)
+                    .and_then(|c| self.argument_diff(&c.name, &c.args));
+                let mut content: Vec<ToolCallContent> =
+                    diff.map(ToolCallContent::from).into_iter().collect();
+                if !text.is_empty() {
+                    content.push(ToolCallContent::from(text_block(text.clone())));
+                }
+                content
+            }
+        };
+        let status = if is_error {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        };
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            ToolCallId::new(call_id.as_str()),
+            ToolCallUpdateFields::new()
+                .status(status)
+                .content(content)
+                .raw_output(Value::String(text)),
+        )))
+    }
+}
+
+/// The card of a call that is about to run, for a permission question.
+pub(crate) fn describe_call(
+    tools: &Arc<ToolRuntime>,
+    tag: Option<ScopeTag>,
+    cwd: Option<PathBuf>,
+    name: &str,
+    args: &Value,
+) -> ToolCallUpdateFields {
+    let mut translator = Translator::new(tools.clone());
+    translator.bind(tag, cwd);
+    translator.describe_call(name, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_blocks_fence_output_and_name_a_failing_exit() {
+        assert_eq!(console("hi\n", Some(0)), "```console\nhi\n```");
+        assert_eq!(console("x", Some(2)), "```console\nx\n```\nexit code 2");
+    }
+}

@@ -1,0 +1,534 @@
+//! In-process harness: the real core services with the scripted adapter, `dsh_acp::serve` on
+//! one end of a duplex pipe, and an ACP client built from the `agent-client-protocol` crate on
+//! the other.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock as AcpBlock, InitializeRequest, InitializeResponse,
+    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, StopReason, TextContent,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error};
+use async_trait::async_trait;
+use dsh_acp::{AcpError, AcpOptions};
+use dsh_agent::{AgentOptions, AgentRef};
+use dsh_agent_loop::{Core, CoreConfig, mount_core};
+use dsh_kernel::{BoxError, Context, Plugin};
+use dsh_session::{
+    EventKind, Persistence, PersistenceError, Session, SessionCreated, SessionEvent,
+    SessionEventFired, SessionHeader, SessionId, StoredSession, TurnEndReason, check_balanced,
+};
+use dsh_testkit::ScriptedAdapter;
+use dsh_tools::{Tool, ToolCallContext, ToolError, ToolOutput};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::sync::CancellationToken;
+
+/// How the test client answers `session/request_permission`.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// Select this option id.
+    Select(&'static str),
+    /// Answer `cancelled`.
+    Cancelled,
+    /// Fail the request with a JSON-RPC error.
+    Error,
+    /// Never answer (until the request is cancelled or the connection ends).
+    Hold,
+}
+
+/// The core services, the scripted model and the served bridge.
+pub struct H {
+    pub ctx: Context,
+    pub core: Core,
+    pub adapter: Arc<ScriptedAdapter>,
+    pub store: Option<Arc<MemoryStore>>,
+    pub cwd: PathBuf,
+}
+
+pub fn route() -> AgentOptions {
+    AgentOptions::route("scripted", "test-model")
+}
+
+pub fn options() -> AcpOptions {
+    AcpOptions::new(route())
+}
+
+impl H {
+    pub async fn new() -> H {
+        Self::build(false).await
+    }
+
+    /// With an in-memory persistence backend (for `session/load` and `session/list`).
+    pub async fn persistent() -> H {
+        Self::build(true).await
+    }
+
+    async fn build(persistent: bool) -> H {
+        let ctx = Context::new();
+        let store = if persistent {
+            let store = Arc::new(MemoryStore::default());
+            let _ = ctx.plugin(MemoryPersistence(store.clone())).await.unwrap();
+            Some(store)
+        } else {
+            None
+        };
+        let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
+        let adapter = Arc::new(ScriptedAdapter::new());
+        std::mem::forget(adapter.register(&core.llm).unwrap());
+        let _ = core.tools.register(&ctx, Arc::new(EchoTool)).unwrap();
+        H {
+            ctx,
+            core,
+            adapter,
+            store,
+            cwd: std::env::temp_dir(),
+        }
+    }
+
+    pub fn register(&self, tool: impl Tool) {
+        let _ = self.core.tools.register(&self.ctx, Arc::new(tool)).unwrap();
+    }
+
+    /// Serves a new connection with `options` and connects a client to it.
+    pub async fn connect(&self, options: AcpOptions) -> Conn {
+        let (client_io, server_io) = tokio::io::duplex(1 << 16);
+        let (sr, sw) = tokio::io::split(server_io);
+        let server = tokio::spawn(dsh_acp::serve(self.ctx.clone(), options, sr, sw));
+        let (cr, cw) = tokio::io::split(client_io);
+        let mut conn = Conn::over(cr, cw, self.cwd.clone()).await;
+        conn.server = Some(server);
+        conn
+    }
+
+    pub fn agent(&self, id: &str) -> Option<AgentRef> {
+        self.core.registry.get(&SessionId::new(id))
+    }
+}
+
+/// A connected test client.
+pub struct Conn {
+    pub cx: ConnectionTo<Agent>,
+    pub updates: mpsc::UnboundedReceiver<SessionNotification>,
+    pub asked: mpsc::UnboundedReceiver<RequestPermissionRequest>,
+    pub answer: Arc<Mutex<Answer>>,
+    /// Everything the client received, in arrival order: update kinds and `ask:<call id>`.
+    pub arrivals: Arc<Mutex<Vec<String>>>,
+    done: CancellationToken,
+    client: Option<JoinHandle<Result<(), Error>>>,
+    server: Option<JoinHandle<Result<(), AcpError>>>,
+    pub cwd: PathBuf,
+}
+
+pub fn text(t: &str) -> Vec<AcpBlock> {
+    vec![AcpBlock::Text(TextContent::new(t))]
+}
+
+impl Conn {
+    /// An ACP client speaking over `read`/`write` (a duplex pipe, or a child's stdio).
+    pub async fn over<R, W>(read: R, write: W, cwd: PathBuf) -> Conn
+    where
+        R: tokio::io::AsyncRead + Send + 'static,
+        W: tokio::io::AsyncWrite + Send + 'static,
+    {
+        let (updates_tx, updates) = mpsc::unbounded_channel();
+        let (asked_tx, asked) = mpsc::unbounded_channel();
+        let answer = Arc::new(Mutex::new(Answer::Select("allow-once")));
+        let (cx_tx, cx_rx) = oneshot::channel();
+        let arrivals: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (seen_updates, seen_asks) = (arrivals.clone(), arrivals.clone());
+        let done = CancellationToken::new();
+        let until = done.clone();
+        let policy = answer.clone();
+        let client = tokio::spawn(
+            Client
+                .v1()
+                .name("test-client")
+                .on_receive_notification(
+                    async move |n: SessionNotification, _cx| {
+                        seen_updates.lock().push(kind_of(&n.update).to_owned());
+                        let _ = updates_tx.send(n);
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_notification!(),
+                )
+                .on_receive_request(
+                    async move |r: RequestPermissionRequest, responder, cx| {
+                        seen_asks
+                            .lock()
+                            .push(format!("ask:{}", r.tool_call.tool_call_id.0));
+                        let _ = asked_tx.send(r);
+                        let answer = policy.lock().clone();
+                        let outcome = match answer {
+                            Answer::Select(id) => RequestPermissionOutcome::Selected(
+                                SelectedPermissionOutcome::new(PermissionOptionId::new(id)),
+                            ),
+                            Answer::Cancelled => RequestPermissionOutcome::Cancelled,
+                            Answer::Error => {
+                                return responder.respond_with_error(Error::internal_error());
+                            }
+                            Answer::Hold => {
+                                // Keep the responder alive until the agent withdraws the
+                                // question or the connection ends.
+                                let cancellation = responder.cancellation();
+                                cx.spawn(async move {
+                                    cancellation.cancelled().await;
+                                    responder.respond(RequestPermissionResponse::new(
+                                        RequestPermissionOutcome::Cancelled,
+                                    ))
+                                })?;
+                                return Ok(());
+                            }
+                        };
+                        responder.respond(RequestPermissionResponse::new(outcome))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .connect_with(
+                    ByteStreams::new(write.compat_write(), read.compat()),
+                    async move |cx: ConnectionTo<Agent>| {
+                        let _ = cx_tx.send(cx);
+                        until.cancelled().await;
+                        Ok(())
+                    },
+                ),
+        );
+        let cx = cx_rx.await.unwrap();
+        Conn {
+            cx,
+            updates,
+            asked,
+            answer,
+            arrivals,
+            done,
+            client: Some(client),
+            server: None,
+            cwd,
+        }
+    }
+
+    pub async fn initialize(&self) -> InitializeResponse {
+        self.cx
+            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await
+            .unwrap()
+    }
+
+    /// Initializes (once is enough, but repeating is harmless) and opens a session.
+    pub async fn session(&self) -> String {
+        self.initialize().await;
+        let response = self
+            .cx
+            .send_request(NewSessionRequest::new(self.cwd.clone()))
+            .block_task()
+            .await
+            .unwrap();
+        response.session_id.0.to_string()
+    }
+
+    /// Sends a prompt; the returned task resolves with its answer.
+    pub fn prompt(&self, session: &str, prompt: &str) -> JoinHandle<Result<PromptResponse, Error>> {
+        let fut = self
+            .cx
+            .send_request(PromptRequest::new(session.to_owned(), text(prompt)))
+            .block_task();
+        tokio::spawn(fut)
+    }
+
+    pub async fn prompt_now(&self, session: &str, prompt: &str) -> Result<StopReason, Error> {
+        self.prompt(session, prompt)
+            .await
+            .unwrap()
+            .map(|r| r.stop_reason)
+    }
+
+    pub fn cancel(&self, session: &str) {
+        self.cx
+            .send_notification(CancelNotification::new(session.to_owned()))
+            .unwrap();
+    }
+
+    /// Every update received so far.
+    pub fn received(&mut self) -> Vec<SessionNotification> {
+        let mut out = Vec::new();
+        while let Ok(n) = self.updates.try_recv() {
+            out.push(n);
+        }
+        out
+    }
+
+    /// Waits for the next update of `session` matching `pred`, returning it; the ones before it
+    /// are dropped.
+    pub async fn wait_update(
+        &mut self,
+        session: &str,
+        pred: impl Fn(&SessionUpdate) -> bool,
+    ) -> SessionUpdate {
+        loop {
+            let n = self.updates.recv().await.unwrap();
+            if &*n.session_id.0 == session && pred(&n.update) {
+                return n.update;
+            }
+        }
+    }
+
+    pub fn set_answer(&self, answer: Answer) {
+        *self.answer.lock() = answer;
+    }
+
+    /// Closes the client's end (as an editor exiting would) and waits for `serve` to return.
+    pub async fn disconnect(self) -> Result<(), AcpError> {
+        self.begin_disconnect();
+        self.served().await
+    }
+
+    /// Starts closing the client's end without waiting.
+    pub fn begin_disconnect(&self) {
+        self.done.cancel();
+    }
+
+    /// Waits for `serve` to return (after [`Conn::begin_disconnect`]).
+    pub async fn served(mut self) -> Result<(), AcpError> {
+        let _ = self.client.take().unwrap().await;
+        match self.server.take() {
+            Some(server) => server.await.unwrap(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A short name for an update's kind.
+pub fn kind_of(update: &SessionUpdate) -> &'static str {
+    match update {
+        SessionUpdate::UserMessageChunk(_) => "user_message_chunk",
+        SessionUpdate::AgentMessageChunk(_) => "agent_message_chunk",
+        SessionUpdate::AgentThoughtChunk(_) => "agent_thought_chunk",
+        SessionUpdate::ToolCall(_) => "tool_call",
+        SessionUpdate::ToolCallUpdate(_) => "tool_call_update",
+        SessionUpdate::UsageUpdate(_) => "usage_update",
+        SessionUpdate::CurrentModeUpdate(_) => "current_mode_update",
+        _ => "other",
+    }
+}
+
+/// The text of a message or thought chunk.
+pub fn chunk_text(update: &SessionUpdate) -> Option<(&'static str, String)> {
+    let (kind, chunk) = match update {
+        SessionUpdate::AgentMessageChunk(c) => ("agent", c),
+        SessionUpdate::AgentThoughtChunk(c) => ("thought", c),
+        SessionUpdate::UserMessageChunk(c) => ("user", c),
+        _ => return None,
+    };
+    match &chunk.content {
+        AcpBlock::Text(t) => Some((kind, t.text.clone())),
+        _ => None,
+    }
+}
+
+/// The concatenated agent message text among `updates`.
+pub fn agent_text(updates: &[SessionNotification]) -> String {
+    updates
+        .iter()
+        .filter_map(|n| chunk_text(&n.update))
+        .filter(|(k, _)| *k == "agent")
+        .map(|(_, t)| t)
+        .collect()
+}
+
+pub fn turn_ends(session: &Session) -> Vec<TurnEndReason> {
+    session
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnEnd(t) => Some(t.reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn assert_balanced(session: &Session) {
+    check_balanced(&session.events()).unwrap();
+}
+
+/// `echo`: answers with its `text` argument.
+pub struct EchoTool;
+
+#[async_trait]
+impl Tool for EchoTool {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "echoes text"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+    async fn execute(&self, args: Value, _call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(
+            args.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        ))
+    }
+}
+
+/// `touch`: a mutating test tool that counts how often its body ran.
+#[derive(Clone, Default)]
+pub struct TouchTool {
+    pub runs: Arc<AtomicUsize>,
+}
+
+impl TouchTool {
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Tool for TouchTool {
+    fn name(&self) -> &str {
+        "touch"
+    }
+    fn description(&self) -> &str {
+        "changes the workspace"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(
+        &self,
+        _args: Value,
+        _call: &ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::text("touched"))
+    }
+}
+
+/// `wait`: a tool whose body ignores cancellation until the test releases it (a command that
+/// shrugs off SIGTERM), reporting when it started.
+#[derive(Clone)]
+pub struct WaitTool {
+    pub started: Arc<tokio::sync::Notify>,
+    pub release: CancellationToken,
+}
+
+impl Default for WaitTool {
+    fn default() -> Self {
+        Self {
+            started: Arc::new(tokio::sync::Notify::new()),
+            release: CancellationToken::new(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for WaitTool {
+    fn name(&self) -> &str {
+        "wait"
+    }
+    fn description(&self) -> &str {
+        "waits"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(
+        &self,
+        _args: Value,
+        _call: &ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.started.notify_one();
+        self.release.cancelled().await;
+        Ok(ToolOutput::text("waited"))
+    }
+}
+
+/// A persistence double: every committed event of every session, kept in memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    sessions: Mutex<HashMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
+}
+
+impl MemoryStore {
+    pub fn events(&self, id: &str) -> Vec<SessionEvent> {
+        self.sessions
+            .lock()
+            .get(&SessionId::new(id))
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Persistence for MemoryStore {
+    async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        let (header, events) = self
+            .sessions
+            .lock()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
+        Ok(StoredSession { header, events })
+    }
+
+    async fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+        let mut headers: Vec<SessionHeader> = self
+            .sessions
+            .lock()
+            .values()
+            .filter(|(_, e)| !e.is_empty())
+            .map(|(h, _)| h.clone())
+            .collect();
+        headers.sort_by_key(|h| std::cmp::Reverse(h.created_at));
+        Ok(headers)
+    }
+}
+
+struct MemoryPersistence(Arc<MemoryStore>);
+
+impl Plugin for MemoryPersistence {
+    fn name(&self) -> &str {
+        "memory-persistence"
+    }
+
+    async fn apply(&self, ctx: &Context) -> Result<(), BoxError> {
+        ctx.provide::<dyn Persistence>(self.0.clone())?;
+        let store = self.0.clone();
+        let _ = ctx.on::<SessionCreated>(move |session| {
+            // A resumed session already has its stored prefix.
+            store
+                .sessions
+                .lock()
+                .entry(session.id().clone())
+                .or_insert_with(|| {
+                    (
+                        session.header().clone(),
+                        session.events().iter().map(|e| (**e).clone()).collect(),
+                    )
+                });
+        })?;
+        let store = self.0.clone();
+        let _ = ctx.on::<SessionEventFired>(move |notice| {
+            if let Some((_, events)) = store.sessions.lock().get_mut(notice.session.id()) {
+                events.push((*notice.event).clone());
+            }
+        })?;
+        Ok(())
+    }
+}

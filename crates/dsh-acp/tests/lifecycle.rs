@@ -1,0 +1,314 @@
+#![allow(clippy::unwrap_used)]
+//! Session lifecycle over ACP: disconnect and close dispose exactly the bridge's sessions,
+//! a create racing the close is rolled back, load replays, list lists.
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_client_protocol::ErrorCode;
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, SessionUpdate,
+    StopReason, ToolCallStatus,
+};
+use common::*;
+use dsh_acp::BridgeClosing;
+use dsh_agent::{AgentOptions, CancelCause, CreateAgentOptions};
+use dsh_session::{SessionCreated, SessionId, TurnEndReason};
+use dsh_testkit::{Gate, Script};
+use parking_lot::Mutex;
+
+fn aborted_by_user() -> TurnEndReason {
+    TurnEndReason::Aborted {
+        reason: CancelCause::User,
+    }
+}
+
+#[tokio::test]
+async fn disconnect_leaves_no_agent_and_no_store_entry_of_the_bridge_and_keeps_other_sessions() {
+    let h = H::new().await;
+    // A session of another front end in the same process.
+    let other = h
+        .core
+        .registry
+        .create(
+            &h.ctx,
+            CreateAgentOptions {
+                session_id: Some("other-front-end".into()),
+                agent_options: AgentOptions::route("scripted", "test-model"),
+                ..CreateAgentOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    h.adapter.push(Script::partial_then_hang("work"));
+    let conn = h.connect(options()).await;
+    let busy = conn.session().await;
+    let idle = conn.session().await;
+    let prompt = conn.prompt(&busy, "go");
+    h.adapter.wait_for_requests(1).await;
+    let sessions = [busy.clone(), idle.clone()].map(|id| h.agent(&id).unwrap().session().clone());
+    conn.disconnect().await.unwrap();
+    // No bridge-owned agent or live session is left.
+    for id in [&busy, &idle] {
+        let id = SessionId::new(id.as_str());
+        assert!(
+            h.core.registry.get(&id).is_none(),
+            "agent {id} still registered"
+        );
+        assert!(h.core.store.get(&id).is_none(), "session {id} still live");
+    }
+    // The other front end's agent is untouched.
+    let alive = h.core.registry.get(&"other-front-end".into()).unwrap();
+    assert!(dsh_agent::same_agent(&alive, other.agent()));
+    assert!(h.core.store.get(&"other-front-end".into()).is_some());
+    // The running turn was stopped by a user cancel and closed durably before the detach.
+    assert_eq!(turn_ends(&sessions[0]), vec![aborted_by_user()]);
+    assert_balanced(&sessions[0]);
+    assert!(turn_ends(&sessions[1]).is_empty());
+    // The outstanding prompt could not be answered: the client is gone.
+    assert!(prompt.await.unwrap().is_err());
+    other.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_new_racing_the_close_is_disposed_and_leaves_nothing_registered() {
+    let h = H::new().await;
+    // Park the creation right inside its publication (after `session/created`)...
+    let (reached_tx, reached_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let reached = Mutex::new(Some(reached_tx));
+    let release = Mutex::new(Some(release_rx));
+    let _ = h
+        .ctx
+        .on::<SessionCreated>(move |_| {
+            if let Some(tx) = reached.lock().take() {
+                let _ = tx.send(());
+                // Blocks this worker thread only; the teardown runs on another one.
+                if let Some(rx) = release.lock().take() {
+                    let _ = rx.recv();
+                }
+            }
+        })
+        .unwrap();
+    // ...and let it go only once the bridge has closed.
+    let release_tx = Mutex::new(Some(release_tx));
+    let _ = h
+        .ctx
+        .on::<BridgeClosing>(move |()| {
+            if let Some(tx) = release_tx.lock().take() {
+                let _ = tx.send(());
+            }
+        })
+        .unwrap();
+    let conn = h.connect(options()).await;
+    conn.initialize().await;
+    let creating = tokio::spawn(
+        conn.cx
+            .send_request(NewSessionRequest::new(conn.cwd.clone()))
+            .block_task(),
+    );
+    reached_rx.await.unwrap();
+    conn.begin_disconnect();
+    conn.served().await.unwrap();
+    assert!(
+        h.core.registry.list().is_empty(),
+        "the racing agent was disposed"
+    );
+    assert!(
+        h.core.store.list().is_empty(),
+        "the racing session was detached"
+    );
+    assert!(creating.await.unwrap().is_err());
+}
+
+#[tokio::test]
+async fn session_close_disposes_only_that_session() {
+    let h = H::new().await;
+    h.adapter.push(Script::partial_then_hang("x"));
+    let mut conn = h.connect(options()).await;
+    let closing = conn.session().await;
+    let staying = conn.session().await;
+    let prompt = conn.prompt(&closing, "go");
+    conn.wait_update(&closing, |u| {
+        matches!(u, SessionUpdate::AgentMessageChunk(_))
+    })
+    .await;
+    let session = h.agent(&closing).unwrap().session().clone();
+    conn.cx
+        .send_request(CloseSessionRequest::new(closing.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        prompt.await.unwrap().unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    assert!(h.agent(&closing).is_none());
+    assert!(
+        h.core
+            .store
+            .get(&SessionId::new(closing.as_str()))
+            .is_none()
+    );
+    assert_eq!(turn_ends(&session), vec![aborted_by_user()]);
+    // The other session still works; the closed one is unknown now.
+    h.adapter.push(Script::text("still here"));
+    assert_eq!(
+        conn.prompt_now(&staying, "hi").await.unwrap(),
+        StopReason::EndTurn
+    );
+    let e = conn.prompt_now(&closing, "hi").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    conn.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn session_load_replays_the_stored_conversation_then_continues_live() {
+    let h = H::persistent().await;
+    h.adapter
+        .push(Script::tool_call("call_1", "echo", r#"{"text":"pong"}"#))
+        .push(Script::reasoning_then_text("think", "first answer"));
+    let first = h.connect(options()).await;
+    let id = first.session().await;
+    assert_eq!(
+        first.prompt_now(&id, "ping").await.unwrap(),
+        StopReason::EndTurn
+    );
+    first.disconnect().await.unwrap();
+    assert!(h.agent(&id).is_none());
+
+    // A new editor connection loads it.
+    let mut second = h.connect(options()).await;
+    second.initialize().await;
+    second
+        .cx
+        .send_request(LoadSessionRequest::new(id.clone(), second.cwd.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    // The whole conversation arrived before the answer.
+    let replay = second.received();
+    assert!(replay.iter().all(|n| *n.session_id.0 == *id));
+    let shape: Vec<String> = replay
+        .iter()
+        .filter(|n| !matches!(n.update, SessionUpdate::UsageUpdate(_)))
+        .map(|n| match chunk_text(&n.update) {
+            Some((kind, text)) => format!("{kind}:{text}"),
+            None => kind_of(&n.update).to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "user:ping",
+            "tool_call",
+            "tool_call_update",
+            "thought:think",
+            "agent:first answer"
+        ]
+    );
+    let result = replay.iter().find_map(|n| match &n.update {
+        SessionUpdate::ToolCallUpdate(u) => u.fields.status,
+        _ => None,
+    });
+    assert_eq!(result, Some(ToolCallStatus::Completed));
+    // Then it continues live, with the history sent to the model.
+    h.adapter.push(Script::text("second answer"));
+    assert_eq!(
+        second.prompt_now(&id, "more").await.unwrap(),
+        StopReason::EndTurn
+    );
+    assert_eq!(agent_text(&second.received()), "second answer");
+    let sent = h.adapter.requests().pop().unwrap();
+    assert!(sent.messages.iter().any(|m| m.text() == "ping"));
+    assert!(sent.messages.iter().any(|m| m.text() == "first answer"));
+    // Loading it again while it is loaded is refused.
+    let e = second
+        .cx
+        .send_request(LoadSessionRequest::new(id.clone(), second.cwd.clone()))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    second.disconnect().await.unwrap();
+    let stored = h.store.as_ref().unwrap().events(&id);
+    let stored: Vec<_> = stored.into_iter().map(Arc::new).collect();
+    dsh_session::check_balanced(&stored).unwrap();
+}
+
+#[tokio::test]
+async fn session_load_refuses_unknown_sessions_and_another_workspace() {
+    let h = H::persistent().await;
+    h.adapter.push(Script::text("a"));
+    let first = h.connect(options()).await;
+    let id = first.session().await;
+    first.prompt_now(&id, "x").await.unwrap();
+    first.disconnect().await.unwrap();
+    let second = h.connect(options()).await;
+    second.initialize().await;
+    let load = |id: &str, cwd: &str| {
+        second
+            .cx
+            .send_request(LoadSessionRequest::new(id.to_owned(), cwd.to_owned()))
+            .block_task()
+    };
+    let e = load("no-such-session", second.cwd.to_str().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(e.message, "unknown session: no-such-session");
+    let e = load(&id, "/somewhere/else").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert!(e.message.contains("belongs to"), "{}", e.message);
+    // Nothing was built for the mismatch.
+    assert!(h.agent(&id).is_none());
+    second.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn session_list_shows_live_and_stored_sessions_newest_first() {
+    let h = H::persistent().await;
+    h.adapter.push(Script::text("a"));
+    let first = h.connect(options()).await;
+    let stored = first.session().await;
+    first.prompt_now(&stored, "the stored one").await.unwrap();
+    first.disconnect().await.unwrap();
+    let second = h.connect(options()).await;
+    let live = second.session().await;
+    let listed = second
+        .cx
+        .send_request(ListSessionsRequest::new())
+        .block_task()
+        .await
+        .unwrap();
+    let ids: Vec<String> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.0.to_string())
+        .collect();
+    assert!(ids.contains(&stored) && ids.contains(&live), "{ids:?}");
+    assert!(listed.sessions.iter().all(|s| s.cwd == second.cwd));
+    assert!(listed.sessions.iter().all(|s| s.updated_at.is_some()));
+    let filtered = second
+        .cx
+        .send_request(ListSessionsRequest::new().cwd(std::path::PathBuf::from("/elsewhere")))
+        .block_task()
+        .await
+        .unwrap();
+    assert!(filtered.sessions.is_empty());
+    second.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn new_sessions_are_refused_once_the_prompt_of_a_closed_bridge_is_gone() {
+    // A held prompt's answer after disconnect never blocks teardown.
+    let h = H::new().await;
+    let gate = Gate::new();
+    h.adapter.push(Script::text("never").wait_at(1, &gate));
+    let conn = h.connect(options()).await;
+    let id = conn.session().await;
+    let _prompt = conn.prompt(&id, "go");
+    gate.reached().await;
+    conn.disconnect().await.unwrap();
+    assert!(h.core.registry.list().is_empty());
+}

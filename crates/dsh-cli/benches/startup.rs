@@ -1,0 +1,116 @@
+//! Startup and whole-run figures of the `dsh` binary against the mock server.
+//!
+//! `cargo bench -p dsh-cli --bench startup` (an optimized build of `dsh`). Prints:
+//! - time from spawning `dsh run` to the first request the mock server receives (a one-step
+//!   run, several samples; the goal is under 15 ms);
+//! - for a 20-step run (each step one `bash` call running `echo`, then a final answer): total
+//!   wall time, user and system CPU time, and peak RSS (the goal is under 20 MB).
+//!
+//! CPU time and peak memory come from `getrusage(RUSAGE_CHILDREN)` around each reaped child.
+//! Peak RSS is the largest of dsh and the processes it waited for (its `bash` commands and
+//! their supervisors, a few MB each), so it bounds dsh's own peak from above.
+
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dsh_testkit::{MockResponse, MockServer};
+use nix::sys::resource::{UsageWho, getrusage};
+
+const STEPS: usize = 20;
+const STARTUP_SAMPLES: usize = 15;
+
+struct Sample {
+    first_request: Duration,
+    wall: Duration,
+    user: Duration,
+    system: Duration,
+}
+
+fn tv(t: nix::sys::time::TimeVal) -> Duration {
+    Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+}
+
+fn run_once(server: &MockServer, home: &std::path::Path, cwd: &std::path::Path) -> Sample {
+    let before = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
+    let seen = server.requests().len();
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .args(["run", "benchmark task"])
+        .env("DSH_HOME", home)
+        .env("HOME", home)
+        .env("DEEPSEEK_BASE_URL", server.url())
+        .env("DEEPSEEK_API_KEY", "bench")
+        .env_remove("DSH_LOG")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let wall = start.elapsed();
+    assert!(
+        out.status.success(),
+        "dsh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
+    let first = &server.requests()[seen];
+    Sample {
+        first_request: first.received_at.saturating_duration_since(start),
+        wall,
+        user: tv(after.user_time()) - tv(before.user_time()),
+        system: tv(after.system_time()) - tv(before.system_time()),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    // `cargo bench` passes harness flags such as `--bench`; there is nothing to filter.
+    let server = MockServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join(".git")).unwrap();
+
+    // Warm the page cache and the binary once.
+    server.push(MockResponse::text("warm"));
+    run_once(&server, home.path(), cwd.path());
+
+    let mut firsts = Vec::new();
+    for _ in 0..STARTUP_SAMPLES {
+        server.push(MockResponse::text("ok"));
+        firsts.push(run_once(&server, home.path(), cwd.path()).first_request);
+    }
+    firsts.sort();
+    println!(
+        "start -> first request ({STARTUP_SAMPLES} one-step runs): min {}  median {}  max {}",
+        ms(firsts[0]),
+        ms(firsts[firsts.len() / 2]),
+        ms(firsts[firsts.len() - 1])
+    );
+
+    for i in 0..STEPS {
+        let args = serde_json::json!({
+            "command": format!("echo step {i}"),
+            "description": "print a step marker",
+        })
+        .to_string();
+        server.push(MockResponse::tool_call(&format!("call_{i}"), "bash", &args));
+    }
+    server.push(MockResponse::text("all steps done"));
+    let s = run_once(&server, home.path(), cwd.path());
+    let peak = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap().max_rss();
+    println!(
+        "{STEPS}-step run: first request {}  wall {}  cpu user {}  sys {}  peak rss {:.1} MB",
+        ms(s.first_request),
+        ms(s.wall),
+        ms(s.user),
+        ms(s.system),
+        peak as f64 / 1024.0
+    );
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+}

@@ -1,0 +1,368 @@
+//! The interactive chat: `dsh` with no arguments in a terminal.
+//!
+//! Three parties, each on its own thread of control:
+//! - the **editor** thread owns rustyline (an editable prompt with history) and turns what the
+//!   person types into [`Input`]s; it keeps the prompt available while the agent works, so
+//!   Enter while busy *steers* the running turn (the message is folded in at the next step
+//!   boundary) and Ctrl-C cancels the turn, never the program;
+//! - the **output** thread renders the current session's events ([`crate::render`]) and prints
+//!   them above the prompt through rustyline's external printer, a line at a time;
+//! - the **driver** (this module's async loop) owns the agent and runs the slash commands.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
+use dsh_session::{Message, SessionId};
+use parking_lot::Mutex;
+use rustyline::error::ReadlineError;
+use rustyline::{DefaultEditor, ExternalPrinter as _};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::compose::{AgentSpec, ComposeOptions, Composed, compose};
+use crate::config::{Settings, process_env};
+use crate::render::{Mode, Renderer};
+use crate::run::DRAIN;
+use crate::sink::Sink;
+
+/// What the person did at the prompt.
+#[derive(Debug)]
+enum Input {
+    /// A submitted line.
+    Line(String),
+    /// Ctrl-C.
+    Interrupt,
+    /// Ctrl-D, or the terminal went away.
+    Eof,
+}
+
+/// A parsed chat command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ChatCommand {
+    /// Send text to the agent.
+    Say(String),
+    /// `/exit` (or `/quit`).
+    Exit,
+    /// `/new`: a fresh session in the same directory.
+    New,
+    /// `/resume ID`
+    Resume(String),
+    /// `/sessions`
+    Sessions,
+    /// `/cancel`: stop the running turn.
+    Cancel,
+    /// `/help`
+    Help,
+    /// Nothing to do (an empty line).
+    Nothing,
+    /// An unknown or malformed command, with the message to show.
+    Invalid(String),
+}
+
+const HELP: &str = "\
+commands:
+  /new          start a new session in this directory
+  /resume ID    continue a stored session
+  /sessions     list stored sessions
+  /cancel       cancel the running turn (or press Ctrl-C)
+  /exit         leave (or press Ctrl-D)
+Typing while the agent works steers the running turn: the message joins at the next step.";
+
+/// Parses one submitted line.
+pub fn parse(line: &str) -> ChatCommand {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return ChatCommand::Nothing;
+    }
+    let Some(command) = trimmed.strip_prefix('/') else {
+        return ChatCommand::Say(line.trim_end().to_owned());
+    };
+    let mut words = command.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let rest: Vec<&str> = words.collect();
+    match (name, rest.as_slice()) {
+        ("exit" | "quit", []) => ChatCommand::Exit,
+        ("new", []) => ChatCommand::New,
+        ("sessions", []) => ChatCommand::Sessions,
+        ("cancel", []) => ChatCommand::Cancel,
+        ("help", []) => ChatCommand::Help,
+        ("resume", [id]) => ChatCommand::Resume((*id).to_owned()),
+        ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
+        _ => ChatCommand::Invalid(format!("unknown command /{name} (try /help)")),
+    }
+}
+
+/// Shared printer: rustyline's external printer prints above the prompt.
+type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
+
+/// Runs the chat; returns the exit status.
+pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
+    if let Err(e) = settings.check_credentials(&process_env) {
+        eprintln!("dsh: {e:#}");
+        return 1;
+    }
+    let cwd = match crate::workspace_dir(cwd) {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
+    let runtime = match crate::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(chat(settings, cwd, resume)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            1
+        }
+    }
+}
+
+async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyhow::Result<()> {
+    let mut editor = DefaultEditor::new().context("cannot open the terminal")?;
+    let history = settings.home.value.join("history");
+    let _ = editor.load_history(&history);
+    let mut external = editor
+        .create_external_printer()
+        .context("the chat needs a terminal on stdin and stdout")?;
+    let printer: Printer = Arc::new(Mutex::new(Box::new(move |text: String| {
+        let _ = external.print(text);
+    })));
+    let say = {
+        let printer = printer.clone();
+        move |text: &str| (printer.lock())(format!("{}\n", text.trim_end()))
+    };
+
+    let composed = compose(
+        &settings,
+        ComposeOptions {
+            start_configured_agents: true,
+        },
+    )
+    .await?;
+    let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
+    let sink = output_sink(&composed, current.clone(), printer.clone())?;
+
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
+    let (tx, mut inputs) = mpsc::unbounded_channel();
+    let editor_thread = std::thread::Builder::new()
+        .name("dsh-editor".into())
+        .spawn(move || edit_loop(editor, &history, &tx))
+        .context("cannot start the editor")?;
+
+    say(&format!(
+        "dsh {} — {} via {} in {} (/help for commands)",
+        env!("CARGO_PKG_VERSION"),
+        settings.model.value,
+        settings.provider.value,
+        cwd.display()
+    ));
+    let spec = AgentSpec::default();
+    let mut handle = match resume {
+        Some(id) => open(&composed, Some(id), &cwd, &spec, &current, &say).await,
+        None => None,
+    };
+    if handle.is_none() {
+        handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+    }
+    loop {
+        let input = tokio::select! {
+            input = inputs.recv() => input.unwrap_or(Input::Eof),
+            // Outside the prompt's raw mode a Ctrl-C arrives as a signal: same meaning.
+            _ = sigint.recv() => Input::Interrupt,
+        };
+        let command = match input {
+            Input::Eof => break,
+            Input::Interrupt => ChatCommand::Cancel,
+            Input::Line(line) => parse(&line),
+        };
+        match command {
+            ChatCommand::Nothing => {}
+            ChatCommand::Exit => break,
+            ChatCommand::Help => say(HELP),
+            ChatCommand::Invalid(message) => say(&message),
+            ChatCommand::Cancel => match &handle {
+                Some(h) if h.agent().status() == AgentStatus::Running => {
+                    h.agent()
+                        .cancel(CancelCause::User, CancelOptions::default());
+                }
+                _ => say("(nothing to cancel; /exit or Ctrl-D to leave)"),
+            },
+            ChatCommand::Sessions => match crate::sessions::list(&composed.store).await {
+                Ok(text) => say(&text),
+                Err(e) => say(&format!("dsh: {e:#}")),
+            },
+            ChatCommand::New => {
+                close(handle.take()).await;
+                handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+            }
+            ChatCommand::Resume(id) => {
+                close(handle.take()).await;
+                handle = open(&composed, Some(id), &cwd, &spec, &current, &say).await;
+                if handle.is_none() {
+                    handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+                }
+            }
+            ChatCommand::Say(text) => {
+                let Some(h) = &handle else {
+                    say("no session; try /new");
+                    continue;
+                };
+                let agent = h.agent();
+                let sent = if agent.status() == AgentStatus::Running {
+                    agent.steer(Message::user_text(text))
+                } else {
+                    agent.followup(Message::user_text(text))
+                };
+                if let Err(e) = sent {
+                    say(&format!("dsh: {:#}", anyhow::Error::new(e)));
+                }
+            }
+        }
+    }
+    if let Some(h) = &handle {
+        say(&format!(
+            "session {} (dsh chat --resume {0})",
+            h.agent().id()
+        ));
+    }
+    let _ = tokio::time::timeout(DRAIN, async {
+        close(handle.take()).await;
+        composed.shutdown().await;
+    })
+    .await;
+    sink.close();
+    let _ = editor_thread.join();
+    Ok(())
+}
+
+/// Creates (or resumes) the chat's agent and points the output at it.
+async fn open(
+    composed: &Composed,
+    resume: Option<String>,
+    cwd: &std::path::Path,
+    spec: &AgentSpec,
+    current: &Mutex<Option<SessionId>>,
+    say: &impl Fn(&str),
+) -> Option<AgentHandle> {
+    let resuming = resume.is_some();
+    let id = resume.map_or_else(SessionId::generate, SessionId::from);
+    *current.lock() = Some(id.clone());
+    let created = if resuming {
+        composed.resume_agent(id.clone(), spec).await
+    } else {
+        composed.create_agent(id.clone(), cwd, spec).await
+    };
+    match created {
+        Ok(h) => {
+            if resuming {
+                let turns = h.agent().session().last_turn();
+                say(&format!("resumed session {id} ({turns} turns)"));
+            }
+            Some(h)
+        }
+        Err(e) => {
+            say(&format!("dsh: {:#}", anyhow::Error::new(e)));
+            None
+        }
+    }
+}
+
+async fn close(handle: Option<AgentHandle>) {
+    if let Some(h) = handle {
+        h.dispose().await;
+    }
+}
+
+/// Renders the current session's events above the prompt, a complete line at a time (a
+/// partial line would be redrawn under the prompt on every delta).
+fn output_sink(
+    composed: &Composed,
+    current: Arc<Mutex<Option<SessionId>>>,
+    printer: Printer,
+) -> anyhow::Result<Sink> {
+    let mut renderer = Renderer::new(Mode::Live);
+    let mut shown: Option<SessionId> = None;
+    let mut pending = String::new();
+    let filter = {
+        let current = current.clone();
+        move |id: &SessionId| current.lock().as_ref() == Some(id)
+    };
+    Sink::start(&composed.ctx, filter, move |event| {
+        let id = current.lock().clone();
+        if id != shown {
+            // A new session: start from a clean line with fresh call bookkeeping.
+            pending.clear();
+            renderer = Renderer::new(Mode::Live);
+            shown = id;
+        }
+        pending.push_str(&renderer.event(&event));
+        if let Some(end) = pending.rfind('\n') {
+            let lines: String = pending.drain(..=end).collect();
+            (printer.lock())(lines);
+        }
+    })
+}
+
+/// The editor thread: reads lines until `/exit`, Ctrl-D or the driver goes away. Returning
+/// (rather than being killed mid-read) is what restores the terminal's cooked mode.
+fn edit_loop(
+    mut editor: DefaultEditor,
+    history: &std::path::Path,
+    tx: &mpsc::UnboundedSender<Input>,
+) {
+    loop {
+        match editor.readline("› ") {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.as_str());
+                }
+                let exit = parse(&line) == ChatCommand::Exit;
+                if tx.send(Input::Line(line)).is_err() || exit {
+                    break;
+                }
+            }
+            Err(ReadlineError::Interrupted) => {
+                if tx.send(Input::Interrupt).is_err() {
+                    break;
+                }
+            }
+            Err(_) => {
+                let _ = tx.send(Input::Eof);
+                break;
+            }
+        }
+    }
+    if let Some(dir) = history.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = editor.save_history(history);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_commands_parse_and_text_is_said() {
+        assert_eq!(parse("  "), ChatCommand::Nothing);
+        assert_eq!(parse("/exit"), ChatCommand::Exit);
+        assert_eq!(parse("/quit"), ChatCommand::Exit);
+        assert_eq!(parse("/new"), ChatCommand::New);
+        assert_eq!(parse("/resume abc"), ChatCommand::Resume("abc".into()));
+        assert!(matches!(parse("/resume"), ChatCommand::Invalid(_)));
+        assert!(matches!(parse("/bogus"), ChatCommand::Invalid(_)));
+        assert_eq!(
+            parse("fix the bug\n"),
+            ChatCommand::Say("fix the bug".into())
+        );
+    }
+}

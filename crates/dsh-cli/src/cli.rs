@@ -1,0 +1,209 @@
+//! The command-line surface (clap derive).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::Overrides;
+
+/// dsh runs coding agents against real LLM providers: headless (`dsh run`), as an interactive
+/// chat in a terminal (`dsh` with no arguments), and over stored sessions (`dsh sessions`).
+///
+/// Configuration: `$DSH_HOME/config.toml` (default `~/.dsh`), then environment variables
+/// (DSH_PROVIDER, DSH_MODEL, DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, OPENAI_API_KEY,
+/// OPENAI_BASE_URL), then flags. `dsh config show` prints the result. Logs: DSH_LOG (filter,
+/// e.g. `debug`) and DSH_LOG_FILE (write them to a file instead of stderr).
+#[derive(Parser, Debug)]
+#[command(name = "dsh", version, about, long_about)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do; without one, an interactive chat starts (stdin must be a terminal).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Model and workspace selection, accepted before or after the subcommand.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Provider route (`deepseek`, `openai`, `local`, or one under [providers.NAME]).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model id to request.
+    #[arg(long, global = true, value_name = "ID")]
+    pub model: Option<String>,
+    /// API root of the selected provider, e.g. `http://127.0.0.1:11434/v1` for Ollama.
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Working directory of a new session (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+impl GlobalArgs {
+    /// The flags that override the file and the environment.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+        }
+    }
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one task headless: the final answer on stdout, exit 0 only if the turn completed.
+    ///
+    /// Progress (streamed text, one line per tool call) goes to stderr when stderr is a
+    /// terminal. Standard input is never read. Exit codes: 0 completed, 1 not completed (error
+    /// turns also print `dsh: CODE: message` on stderr), 2 usage error, 130 interrupted by
+    /// SIGINT, 143 terminated by SIGTERM.
+    Run(RunArgs),
+    /// Start the interactive chat (the default when stdin is a terminal).
+    Chat(ChatArgs),
+    /// List, show, fork or resume stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Inspect the effective configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `dsh run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The task (the remaining arguments, joined with spaces).
+    #[arg(required = true, trailing_var_arg = true, value_name = "TASK")]
+    pub task: Vec<String>,
+    /// `text` prints the final answer; `stream-json` prints one JSON object per session event
+    /// and a final result object (see README).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Continue a stored session instead of starting a new one.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
+    /// Stop (cancel with a hook cause, exit 1) when the agent asks for more than N model
+    /// requests.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+}
+
+/// Output formats of `dsh run`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// The final answer only.
+    Text,
+    /// JSON lines: `event` objects, then one `result` object.
+    StreamJson,
+}
+
+/// `dsh chat`.
+#[derive(Args, Debug, Default)]
+pub struct ChatArgs {
+    /// Continue a stored session.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
+}
+
+/// `dsh sessions …`.
+#[derive(Subcommand, Debug)]
+pub enum SessionsCommand {
+    /// Stored sessions, most recently active first.
+    List,
+    /// A readable transcript of one session.
+    Show {
+        /// The session id.
+        id: String,
+    },
+    /// Copy a session (up to and including event SEQ) into a new one; prints the new id.
+    Fork {
+        /// The session to fork.
+        id: String,
+        /// The last event to keep (default: the last event); must not be inside a turn.
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+    },
+    /// Continue a stored session in the interactive chat.
+    Resume {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// `dsh config …`.
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// The effective configuration with the source of each value (keys redacted).
+    Show,
+}
+
+/// Rewrites the compatible spelling `dsh --profile headless TASK…` into `dsh run TASK…`.
+/// Other profiles do not exist in this implementation; they are left for clap to reject.
+pub fn rewrite_profile(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len() + 1);
+    let mut iter = args.into_iter();
+    if let Some(program) = iter.next() {
+        out.push(program);
+    }
+    let rest: Vec<OsString> = iter.collect();
+    let (headless, skip) = match rest.first().and_then(|a| a.to_str()) {
+        Some("--profile") if rest.get(1).and_then(|a| a.to_str()) == Some("headless") => (true, 2),
+        Some("--profile=headless") => (true, 1),
+        _ => (false, 0),
+    };
+    if headless {
+        out.push("run".into());
+        out.extend(rest.into_iter().skip(skip));
+    } else {
+        out.extend(rest);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use clap::CommandFactory;
+
+    fn args(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn profile_headless_is_run() {
+        assert_eq!(
+            rewrite_profile(args(&["dsh", "--profile", "headless", "do", "it"])),
+            args(&["dsh", "run", "do", "it"])
+        );
+        assert_eq!(
+            rewrite_profile(args(&["dsh", "--profile=headless", "x"])),
+            args(&["dsh", "run", "x"])
+        );
+        assert_eq!(
+            rewrite_profile(args(&["dsh", "run", "x"])),
+            args(&["dsh", "run", "x"])
+        );
+    }
+
+    #[test]
+    fn run_takes_the_rest_as_the_task() {
+        let cli =
+            Cli::try_parse_from(["dsh", "run", "--max-turns", "3", "fix", "--the", "bug"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.task, ["fix", "--the", "bug"]);
+        assert_eq!(run.max_turns, Some(3));
+    }
+}

@@ -1,0 +1,312 @@
+//! The composition root: one place that turns [`Settings`] into a running harness.
+//!
+//! Every front end of the binary (`dsh run`, the interactive chat, `dsh acp`) starts from
+//! [`compose`], so they agree on what an agent is: the core services (`mount_core`), the
+//! selected provider's adapter, the local shell executor, the builtin tools, JSONL persistence
+//! under `$DSH_HOME/sessions`, the persona and, per agent, its workspace's `AGENTS.md`.
+//! [`Composed::shutdown`] unwinds it in the order durability needs.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::Context as _;
+use dsh_agent::events::{AgentPreStep, PreStepDecision};
+use dsh_agent::{
+    AgentError, AgentHandle, AgentOptions, CancelCause, CancelOptions, CreateAgentOptions,
+    ResumeAgentOptions, Setup,
+};
+use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_kernel::{BoxError, Context, PluginHandle};
+use dsh_llm::{AdapterRegistration, ModelInfo};
+use dsh_llm_openai::{ApiKeySource, OpenAiAdapter, OpenAiAdapterConfig};
+use dsh_prompt::{Section, SystemPromptConfig};
+use dsh_session::{SessionId, SessionMeta};
+use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
+use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
+use dsh_tools_builtin::BuiltinToolsPlugin;
+use futures::FutureExt;
+
+use crate::config::{ProviderKind, ProviderSettings, Settings, Source};
+use crate::instructions;
+
+/// The persona every dsh coding agent gets (`{{model}}` and `{{cwd}}` are the agent's own).
+pub const PERSONA: &str = "You are a coding agent powered by {{model}}, working directory {{cwd}}.";
+
+/// Tool guidance sections (order 100–199 by convention).
+const TOOL_SECTIONS: &[(&str, i32, &str)] = &[
+    (
+        "tool:bash",
+        105,
+        "Each `bash` call runs in a fresh `bash -c` (no shared cwd or variables between calls; \
+         pass `workdir` instead of `cd`). Check the `[exit code: N]` marker at the end of every \
+         result: no marker means the command exited 0.",
+    ),
+    (
+        "tool:files",
+        110,
+        "Use `read`, `write` and `edit` for files and `glob`/`grep` to search; read a file \
+         before you edit or overwrite it.",
+    ),
+];
+
+/// How a front end wants the harness composed.
+#[derive(Clone, Debug, Default)]
+pub struct ComposeOptions {
+    /// Start the `[[agents]]` of the config file with the loop (long-lived front ends only;
+    /// `dsh run` drives exactly one agent of its own).
+    pub start_configured_agents: bool,
+}
+
+/// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
+#[derive(Clone, Debug, Default)]
+pub struct AgentSpec {
+    /// Stop the agent (cancel with a hook cause) once it asks for more than this many model
+    /// requests.
+    pub max_turns: Option<u32>,
+}
+
+/// A composed harness.
+pub struct Composed {
+    /// The root context every service is registered on (what `dsh acp` serves from).
+    pub ctx: Context,
+    /// The core services (session store, agent registry, LLM runtime, tools, prompt, loop).
+    pub core: Core,
+    /// The JSONL session store (also provided as `dyn Persistence`).
+    pub store: Arc<JsonlStore>,
+    /// The shell executor (also provided as `dyn ShellExecutor`).
+    pub executor: Arc<LocalShellExecutor>,
+    /// The settings it was composed from.
+    pub settings: Settings,
+    persistence: PluginHandle,
+    tools: PluginHandle,
+    adapter: AdapterRegistration,
+}
+
+/// Builds the harness for `settings`. Needs a tokio runtime.
+pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
+    let ctx = Context::new();
+    let executor = Arc::new(
+        LocalShellExecutor::new(ShellConfig::default()).context("cannot start the shell")?,
+    );
+    ctx.provide::<dyn ShellExecutor>(executor.clone())?;
+    // Persistence first: it must hear every session event from the first agent on, and it is
+    // unmounted last so the loop's final `turn/end`s are drained to disk.
+    let store = JsonlStore::new(settings.sessions_root());
+    let persistence = ctx
+        .plugin(JsonlPersistencePlugin::new(store.clone()))
+        .await
+        .context("cannot mount session persistence")?;
+    let core = mount_core(
+        &ctx,
+        CoreConfig {
+            loop_config: LoopConfig {
+                max_parallel_tool_calls: settings.max_parallel_tool_calls.value,
+                agents: if options.start_configured_agents {
+                    settings.agents.clone()
+                } else {
+                    Vec::new()
+                },
+            },
+            prompt: SystemPromptConfig {
+                persona: PERSONA.to_owned(),
+                ..SystemPromptConfig::default()
+            },
+            retry: true,
+        },
+    )
+    .await
+    .context("cannot start the agent loop")?;
+    let adapter = OpenAiAdapter::new(adapter_config(settings.selected()))
+        .with_context(|| format!("cannot configure provider `{}`", settings.provider.value))?
+        .register(&core.llm)
+        .with_context(|| format!("cannot register provider `{}`", settings.provider.value))?;
+    let tools = ctx
+        .plugin(BuiltinToolsPlugin)
+        .await
+        .context("cannot mount the builtin tools")?;
+    for (name, order, text) in TOOL_SECTIONS {
+        let _ = core
+            .prompt
+            .section(&ctx, Section::new(*name, *order, *text))?;
+    }
+    Ok(Composed {
+        ctx,
+        core,
+        store,
+        executor,
+        settings: settings.clone(),
+        persistence,
+        tools,
+        adapter,
+    })
+}
+
+/// The composition `dsh acp` serves from: the same harness as `dsh run` plus the config-declared
+/// agents. The ACP server (crate `dsh-acp`) creates its sessions through
+/// [`Composed::create_agent`]-equivalent options on `composed.ctx`'s agent registry, with
+/// [`Composed::agent_options`] as the route.
+// Not called yet: `dsh acp` is wired once the `dsh-acp` crate exposes its `serve` entry point.
+#[allow(dead_code)]
+pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
+    compose(
+        settings,
+        ComposeOptions {
+            start_configured_agents: true,
+        },
+    )
+    .await
+}
+
+fn adapter_config(p: &ProviderSettings) -> OpenAiAdapterConfig {
+    let key = match &p.api_key_env {
+        Some(var) => ApiKeySource::Env(var.value.clone()),
+        None => ApiKeySource::NotRequired,
+    };
+    let mut config = match p.kind.value {
+        ProviderKind::Deepseek => OpenAiAdapterConfig::deepseek(p.base_url.value.clone(), key),
+        ProviderKind::OpenaiCompatible => {
+            OpenAiAdapterConfig::openai_compatible(p.base_url.value.clone(), key)
+        }
+    }
+    .with_route(p.name.clone());
+    // A configured model list replaces the catalog, keeping what the adapter knows about ids
+    // it already lists.
+    if p.models.source != Source::Default {
+        let known = std::mem::take(&mut config.models);
+        config.models = p
+            .models
+            .value
+            .iter()
+            .map(|id| {
+                known
+                    .iter()
+                    .find(|m| &m.id == id)
+                    .cloned()
+                    .unwrap_or_else(|| ModelInfo::new(id.clone()))
+            })
+            .collect();
+    }
+    config
+}
+
+impl Composed {
+    /// The route and output cap every agent of this composition uses.
+    pub fn agent_options(&self) -> AgentOptions {
+        AgentOptions {
+            provider: Some(self.settings.provider.value.clone()),
+            model: Some(self.settings.model.value.clone()),
+            max_tokens: self.settings.max_tokens.as_ref().map(|m| m.value),
+        }
+    }
+
+    /// Creates a fresh persisted agent working in `cwd` (absolute).
+    pub async fn create_agent(
+        &self,
+        id: SessionId,
+        cwd: &Path,
+        spec: &AgentSpec,
+    ) -> Result<AgentHandle, AgentError> {
+        self.core
+            .registry
+            .create(
+                &self.ctx,
+                CreateAgentOptions {
+                    session_id: Some(id),
+                    meta: SessionMeta {
+                        cwd: Some(cwd.to_path_buf()),
+                        ..SessionMeta::default()
+                    },
+                    agent_options: self.agent_options(),
+                    setup: Some(agent_setup(Some(cwd), spec)),
+                    ..CreateAgentOptions::default()
+                },
+            )
+            .await
+    }
+
+    /// Resumes a stored session; its `AGENTS.md` comes from the session's own cwd.
+    pub async fn resume_agent(
+        &self,
+        id: SessionId,
+        spec: &AgentSpec,
+    ) -> Result<AgentHandle, AgentError> {
+        let spec = spec.clone();
+        let setup: Setup = Box::new(move |agent_ctx: Context| {
+            let cwd =
+                dsh_agent::agent_of(&agent_ctx).and_then(|a| a.session().header().cwd.clone());
+            agent_setup(cwd.as_deref(), &spec)(agent_ctx)
+        });
+        let mut options = ResumeAgentOptions::new(id);
+        options.agent_options = self.agent_options();
+        options.setup = Some(setup);
+        self.core.registry.resume(&self.ctx, options).await
+    }
+
+    /// Tears everything down in the order durability needs: every agent stopped, drained and
+    /// flushed (while persistence still listens), then the tools, the core services, the
+    /// adapter, the shell (killing anything left running) and finally persistence, whose
+    /// unmount drains every session writer.
+    pub async fn shutdown(&self) {
+        self.core.agent_loop.shutdown().await;
+        self.tools.dispose().await;
+        self.core.shutdown().await;
+        self.adapter.unregister();
+        self.executor.dispose().await;
+        if let Err(error) = self.store.close().await {
+            tracing::error!(%error, "draining session files failed");
+        }
+        self.persistence.dispose().await;
+    }
+}
+
+/// The per-agent composition: the agent's `AGENTS.md` section and the model-request budget.
+fn agent_setup(cwd: Option<&Path>, spec: &AgentSpec) -> Setup {
+    let section = cwd.and_then(|cwd| instructions::render(&instructions::discover(cwd)));
+    let max_turns = spec.max_turns;
+    Box::new(move |agent_ctx: Context| {
+        async move {
+            if let Some(text) = section {
+                let prompt = agent_ctx.require::<dsh_prompt::SystemPrompt>()?;
+                let _ = prompt.variable(
+                    &agent_ctx,
+                    "agents_md",
+                    Arc::new(move |_| Some(text.clone())),
+                )?;
+                // The text goes in through a variable because substituted values are never
+                // interpolated again: `{{` in a project's AGENTS.md stays literal.
+                let _ = prompt.section(
+                    &agent_ctx,
+                    Section::new("workspace:agents-md", 50, "{{agents_md}}"),
+                )?;
+            }
+            if let Some(max) = max_turns {
+                limit_model_requests(&agent_ctx, max)?;
+            }
+            Ok(None)
+        }
+        .boxed()
+    })
+}
+
+/// Cancels the agent with a hook cause when it proposes its `max + 1`-th model request (each
+/// step is one request), so the turn ends `aborted{hook}` with a provider-valid log.
+fn limit_model_requests(agent_ctx: &Context, max: u32) -> Result<(), BoxError> {
+    let steps = Arc::new(AtomicU32::new(0));
+    let _ = agent_ctx.on_waterfall::<AgentPreStep, _>(move |request, next| {
+        let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if n > max {
+                request.agent.cancel(
+                    CancelCause::Hook {
+                        reason: format!("--max-turns {max} reached"),
+                    },
+                    CancelOptions::default(),
+                );
+                return Ok(PreStepDecision::Reject);
+            }
+            next.run(request).await
+        }
+    })?;
+    Ok(())
+}

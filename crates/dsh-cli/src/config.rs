@@ -1,0 +1,739 @@
+//! The effective configuration: `$DSH_HOME/config.toml`, then environment variables, then flags.
+//!
+//! Every value remembers where it came from ([`Source`]) so `dsh config show` can answer "why is
+//! it using that model?" without guesswork. Keys themselves are never stored here: a provider
+//! names the environment variable holding its key, and the adapter reads it per request.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow, bail};
+use dsh_agent_loop::ConfiguredAgent;
+use serde::Deserialize;
+
+/// Where an effective value came from, in increasing precedence.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// Built into dsh.
+    Default,
+    /// The selected provider's default (its first listed model).
+    ProviderDefault,
+    /// `$DSH_HOME/config.toml`.
+    File,
+    /// An environment variable.
+    Env(&'static str),
+    /// A command-line flag.
+    Flag(&'static str),
+}
+
+impl Source {
+    /// Precedence rank: flags beat the environment, which beats the file.
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Default | Self::ProviderDefault => 0,
+            Self::File => 1,
+            Self::Env(_) => 2,
+            Self::Flag(_) => 3,
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::ProviderDefault => f.write_str("default of the provider"),
+            Self::File => f.write_str("file"),
+            Self::Env(name) => write!(f, "env {name}"),
+            Self::Flag(name) => write!(f, "flag {name}"),
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Its origin.
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    fn new(value: T, source: Source) -> Self {
+        Self { value, source }
+    }
+}
+
+/// The wire dialect of a provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// DeepSeek's API (thinking, reasoning passback, cache-hit usage).
+    Deepseek,
+    /// Any OpenAI-compatible chat-completions server.
+    OpenaiCompatible,
+}
+
+impl ProviderKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Deepseek => "deepseek",
+            Self::OpenaiCompatible => "openai-compatible",
+        }
+    }
+}
+
+/// One provider route as the composition root will register it.
+#[derive(Clone, Debug)]
+pub struct ProviderSettings {
+    /// Route name (the table key).
+    pub name: String,
+    /// Dialect.
+    pub kind: Sourced<ProviderKind>,
+    /// API root.
+    pub base_url: Sourced<String>,
+    /// The environment variable holding the key; `None` for servers that need no key.
+    pub api_key_env: Option<Sourced<String>>,
+    /// Advertised models; the first is the provider's default model.
+    pub models: Sourced<Vec<String>>,
+}
+
+/// Flags that override the file and the environment.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--provider`
+    pub provider: Option<String>,
+    /// `--model`
+    pub model: Option<String>,
+    /// `--base-url` (applies to the selected provider)
+    pub base_url: Option<String>,
+}
+
+/// The effective configuration.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `$DSH_HOME` (default `~/.dsh`).
+    pub home: Sourced<PathBuf>,
+    /// The config file consulted.
+    pub config_path: PathBuf,
+    /// Whether it existed.
+    pub config_found: bool,
+    /// The selected provider route.
+    pub provider: Sourced<String>,
+    /// The selected model.
+    pub model: Sourced<String>,
+    /// Parallel-safe tool calls in flight per step.
+    pub max_parallel_tool_calls: Sourced<usize>,
+    /// Per-request output cap (`None`: the adapter's default).
+    pub max_tokens: Option<Sourced<u32>>,
+    /// Every known provider, builtin and configured.
+    pub providers: BTreeMap<String, ProviderSettings>,
+    /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
+    pub agents: Vec<ConfiguredAgent>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    defaults: FileDefaults,
+    #[serde(default)]
+    providers: BTreeMap<String, FileProvider>,
+    #[serde(default)]
+    agents: Vec<ConfiguredAgent>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDefaults {
+    provider: Option<String>,
+    model: Option<String>,
+    max_parallel_tool_calls: Option<usize>,
+    max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileProvider {
+    kind: Option<ProviderKind>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    models: Option<Vec<String>>,
+}
+
+/// DeepSeek's public API root.
+pub const DEEPSEEK_DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
+/// OpenAI's public API root.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// llama.cpp's server default address (`llama-server --port 8080`).
+pub const LOCAL_DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/v1";
+/// The default provider route.
+pub const DEFAULT_PROVIDER: &str = "deepseek";
+/// The default model: DeepSeek V4 Flash, the first entry of the adapter's DeepSeek catalog.
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
+
+/// The builtin providers: `deepseek`, `openai` and `local` (an OpenAI-compatible server on
+/// this machine that needs no key).
+fn builtin_providers(env: &dyn Fn(&str) -> Option<String>) -> BTreeMap<String, ProviderSettings> {
+    let base = |var: &'static str, default: &str| match env(var) {
+        Some(v) => Sourced::new(v, Source::Env(var)),
+        None => Sourced::new(default.to_owned(), Source::Default),
+    };
+    let mut out = BTreeMap::new();
+    out.insert(
+        "deepseek".to_owned(),
+        ProviderSettings {
+            name: "deepseek".to_owned(),
+            kind: Sourced::new(ProviderKind::Deepseek, Source::Default),
+            base_url: base("DEEPSEEK_BASE_URL", DEEPSEEK_DEFAULT_BASE_URL),
+            api_key_env: Some(Sourced::new("DEEPSEEK_API_KEY".to_owned(), Source::Default)),
+            models: Sourced::new(
+                [
+                    DEFAULT_MODEL,
+                    "deepseek-v4-pro",
+                    "deepseek-chat",
+                    "deepseek-reasoner",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
+                Source::Default,
+            ),
+        },
+    );
+    out.insert(
+        "openai".to_owned(),
+        ProviderSettings {
+            name: "openai".to_owned(),
+            kind: Sourced::new(ProviderKind::OpenaiCompatible, Source::Default),
+            base_url: base("OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL),
+            api_key_env: Some(Sourced::new("OPENAI_API_KEY".to_owned(), Source::Default)),
+            models: Sourced::new(Vec::new(), Source::Default),
+        },
+    );
+    out.insert(
+        "local".to_owned(),
+        ProviderSettings {
+            name: "local".to_owned(),
+            kind: Sourced::new(ProviderKind::OpenaiCompatible, Source::Default),
+            base_url: Sourced::new(LOCAL_DEFAULT_BASE_URL.to_owned(), Source::Default),
+            api_key_env: None,
+            models: Sourced::new(Vec::new(), Source::Default),
+        },
+    );
+    out
+}
+
+/// The environment variables a builtin provider's base URL comes from; they beat the file.
+fn base_url_env(provider: &str) -> Option<&'static str> {
+    match provider {
+        "deepseek" => Some("DEEPSEEK_BASE_URL"),
+        "openai" => Some("OPENAI_BASE_URL"),
+        _ => None,
+    }
+}
+
+/// `$DSH_HOME`, else `$HOME/.dsh`.
+pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sourced<PathBuf>> {
+    if let Some(home) = env("DSH_HOME") {
+        return Ok(Sourced::new(PathBuf::from(home), Source::Env("DSH_HOME")));
+    }
+    match env("HOME") {
+        Some(home) => Ok(Sourced::new(
+            PathBuf::from(home).join(".dsh"),
+            Source::Default,
+        )),
+        None => bail!("cannot find the dsh home: set DSH_HOME (or HOME)"),
+    }
+}
+
+/// The process environment, with empty values treated as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Settings {
+    /// Loads the effective configuration from the process environment and `flags`.
+    pub fn load(flags: &Overrides) -> anyhow::Result<Self> {
+        Self::resolve(&process_env, flags)
+    }
+
+    /// Loads the effective configuration from `env` (a lookup returning `None` for unset or
+    /// empty variables) and `flags`.
+    pub fn resolve(
+        env: &dyn Fn(&str) -> Option<String>,
+        flags: &Overrides,
+    ) -> anyhow::Result<Self> {
+        let home = dsh_home(env)?;
+        let config_path = home.value.join("config.toml");
+        let (text, config_found) = match std::fs::read_to_string(&config_path) {
+            Ok(text) => (text, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", config_path.display()));
+            }
+        };
+        let file = if config_found {
+            parse_file(&config_path, &text)?
+        } else {
+            FileConfig::default()
+        };
+        let mut providers = builtin_providers(env);
+        for (name, fp) in file.providers {
+            let at = || {
+                let line = line_of(&text, &format!("[providers.{name}]"));
+                match line {
+                    Some(l) => format!("{}:{l}", config_path.display()),
+                    None => config_path.display().to_string(),
+                }
+            };
+            let env_base = base_url_env(&name).and_then(|var| env(var).map(|v| (var, v)));
+            match providers.get_mut(&name) {
+                Some(p) => {
+                    if let Some(kind) = fp.kind {
+                        p.kind = Sourced::new(kind, Source::File);
+                    }
+                    if let Some(url) = fp.base_url
+                        && env_base.is_none()
+                    {
+                        p.base_url = Sourced::new(url, Source::File);
+                    }
+                    if let Some(var) = fp.api_key_env {
+                        p.api_key_env = (!var.is_empty()).then(|| Sourced::new(var, Source::File));
+                    }
+                    if let Some(models) = fp.models {
+                        p.models = Sourced::new(models, Source::File);
+                    }
+                }
+                None => {
+                    let kind = fp.kind.ok_or_else(|| {
+                        anyhow!(
+                            "invalid config file {}: providers.{name}: missing field `kind` \
+                             (\"deepseek\" or \"openai-compatible\")",
+                            at()
+                        )
+                    })?;
+                    let base_url = fp.base_url.ok_or_else(|| {
+                        anyhow!(
+                            "invalid config file {}: providers.{name}: missing field `base_url`",
+                            at()
+                        )
+                    })?;
+                    providers.insert(
+                        name.clone(),
+                        ProviderSettings {
+                            name: name.clone(),
+                            kind: Sourced::new(kind, Source::File),
+                            base_url: Sourced::new(base_url, Source::File),
+                            api_key_env: fp
+                                .api_key_env
+                                .filter(|v| !v.is_empty())
+                                .map(|v| Sourced::new(v, Source::File)),
+                            models: Sourced::new(fp.models.unwrap_or_default(), Source::File),
+                        },
+                    );
+                }
+            }
+        }
+
+        let provider = pick(
+            flags
+                .provider
+                .clone()
+                .map(|v| (v, Source::Flag("--provider"))),
+            env("DSH_PROVIDER").map(|v| (v, Source::Env("DSH_PROVIDER"))),
+            file.defaults.provider.map(|v| (v, Source::File)),
+            (DEFAULT_PROVIDER.to_owned(), Source::Default),
+        );
+        let Some(selected) = providers.get_mut(&provider.value) else {
+            let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+            bail!(
+                "unknown provider `{}` (from {}); known providers: {}; define others under \
+                 [providers.NAME] in {}",
+                provider.value,
+                provider.source,
+                known.join(", "),
+                config_path.display()
+            );
+        };
+        if let Some(url) = &flags.base_url {
+            selected.base_url = Sourced::new(url.clone(), Source::Flag("--base-url"));
+        }
+
+        // A model chosen at a lower precedence than the provider was meant for another
+        // provider: `--provider openai` must not send the file's DeepSeek model to OpenAI.
+        let candidates = [
+            flags.model.clone().map(|v| (v, Source::Flag("--model"))),
+            env("DSH_MODEL").map(|v| (v, Source::Env("DSH_MODEL"))),
+            file.defaults.model.map(|v| (v, Source::File)),
+        ];
+        let provider_default = selected.models.value.first().cloned();
+        let explicit = candidates.iter().flatten().next().cloned();
+        let model = match explicit {
+            Some((value, source)) if source.rank() >= provider.source.rank() => {
+                Sourced::new(value, source)
+            }
+            other => match (provider_default, other) {
+                (Some(value), _) => Sourced::new(value, Source::ProviderDefault),
+                (None, Some((value, source))) => Sourced::new(value, source),
+                (None, None) => bail!(
+                    "no model chosen for provider `{}`: pass --model, set DSH_MODEL, or set \
+                     `model` under [defaults] (or `models` under [providers.{}]) in {}",
+                    provider.value,
+                    provider.value,
+                    config_path.display()
+                ),
+            },
+        };
+
+        let max_parallel_tool_calls = match file.defaults.max_parallel_tool_calls {
+            Some(0) => bail!(
+                "invalid config file {}: defaults.max_parallel_tool_calls must be positive",
+                located(&config_path, &text, "max_parallel_tool_calls")
+            ),
+            Some(n) => Sourced::new(n, Source::File),
+            None => Sourced::new(10, Source::Default),
+        };
+        let max_tokens = match file.defaults.max_tokens {
+            Some(0) => bail!(
+                "invalid config file {}: defaults.max_tokens must be positive",
+                located(&config_path, &text, "max_tokens")
+            ),
+            other => other.map(|n| Sourced::new(n, Source::File)),
+        };
+        Ok(Self {
+            home,
+            config_path,
+            config_found,
+            provider,
+            model,
+            max_parallel_tool_calls,
+            max_tokens,
+            providers,
+            agents: file.agents,
+        })
+    }
+
+    /// The selected provider.
+    pub fn selected(&self) -> &ProviderSettings {
+        // `resolve` refuses a provider it does not know, so the lookup cannot fail; fall back
+        // to any provider rather than panic should that ever change.
+        self.providers
+            .get(&self.provider.value)
+            .or_else(|| self.providers.values().next())
+            .unwrap_or_else(|| unreachable!("builtin providers are always present"))
+    }
+
+    /// Where sessions are stored.
+    pub fn sessions_root(&self) -> PathBuf {
+        self.home.value.join("sessions")
+    }
+
+    /// Fails, naming the variable to set, when the selected provider needs a key that is not
+    /// in the environment. Checked before any request so a missing key never costs a round
+    /// trip or a half-started session.
+    pub fn check_credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+        let p = self.selected();
+        if let Some(var) = &p.api_key_env
+            && env(&var.value).is_none()
+        {
+            bail!(
+                "no API key for provider `{}`: set the {} environment variable",
+                p.name,
+                var.value
+            );
+        }
+        Ok(())
+    }
+
+    /// `dsh config show`: the effective configuration as TOML, each value commented with its
+    /// source, keys redacted.
+    pub fn render(&self, env: &dyn Fn(&str) -> Option<String>) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let q = |s: &str| toml_string(s);
+        let line = |out: &mut String, text: String, source: &dyn fmt::Display| {
+            let _ = writeln!(out, "{text:<48} # {source}");
+        };
+        let _ = writeln!(out, "# effective dsh configuration");
+        let _ = writeln!(
+            out,
+            "# DSH_HOME = {} ({})",
+            self.home.value.display(),
+            self.home.source
+        );
+        let _ = writeln!(
+            out,
+            "# config file: {} ({})",
+            self.config_path.display(),
+            if self.config_found {
+                "found"
+            } else {
+                "not found"
+            }
+        );
+        let _ = writeln!(out, "# sessions: {}", self.sessions_root().display());
+        let _ = writeln!(out);
+        let _ = writeln!(out, "[defaults]");
+        line(
+            &mut out,
+            format!("provider = {}", q(&self.provider.value)),
+            &self.provider.source,
+        );
+        line(
+            &mut out,
+            format!("model = {}", q(&self.model.value)),
+            &self.model.source,
+        );
+        line(
+            &mut out,
+            format!(
+                "max_parallel_tool_calls = {}",
+                self.max_parallel_tool_calls.value
+            ),
+            &self.max_parallel_tool_calls.source,
+        );
+        match &self.max_tokens {
+            Some(m) => line(&mut out, format!("max_tokens = {}", m.value), &m.source),
+            None => line(
+                &mut out,
+                "# max_tokens unset".to_owned(),
+                &"default: the model's own cap",
+            ),
+        }
+        for p in self.providers.values() {
+            let _ = writeln!(out);
+            let selected = if p.name == self.provider.value {
+                "  # selected"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "[providers.{}]{selected}", p.name);
+            line(
+                &mut out,
+                format!("kind = {}", q(p.kind.value.name())),
+                &p.kind.source,
+            );
+            line(
+                &mut out,
+                format!("base_url = {}", q(&p.base_url.value)),
+                &p.base_url.source,
+            );
+            match &p.api_key_env {
+                Some(var) => {
+                    line(
+                        &mut out,
+                        format!("api_key_env = {}", q(&var.value)),
+                        &var.source,
+                    );
+                    let state = if env(&var.value).is_some() {
+                        "set, redacted"
+                    } else {
+                        "NOT SET"
+                    };
+                    let _ = writeln!(out, "# api key: {state} (env {})", var.value);
+                }
+                None => {
+                    let _ = writeln!(out, "# api key: not required");
+                }
+            }
+            let models: Vec<String> = p.models.value.iter().map(|m| q(m)).collect();
+            line(
+                &mut out,
+                format!("models = [{}]", models.join(", ")),
+                &p.models.source,
+            );
+        }
+        if !self.agents.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "# {} config-declared agent(s) under [[agents]] (file)",
+                self.agents.len()
+            );
+            for a in &self.agents {
+                let _ = writeln!(out, "#   {}", a.id);
+            }
+        }
+        out
+    }
+}
+
+fn pick(
+    flag: Option<(String, Source)>,
+    env: Option<(String, Source)>,
+    file: Option<(String, Source)>,
+    default: (String, Source),
+) -> Sourced<String> {
+    let (value, source) = flag.or(env).or(file).unwrap_or(default);
+    Sourced::new(value, source)
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// The 1-based line of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+}
+
+fn located(path: &Path, text: &str, key: &str) -> String {
+    match line_of(text, key) {
+        Some(l) => format!("{}:{l}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// Parses the config file, turning toml's span into `file:line:column` plus the offending line.
+fn parse_file(path: &Path, text: &str) -> anyhow::Result<FileConfig> {
+    toml::from_str::<FileConfig>(text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|span| line_column(text, span.start))
+            .unwrap_or((1, 1));
+        let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
+        anyhow!(
+            "invalid config file {}:{line}:{column}: {} (at `{snippet}`)",
+            path.display(),
+            e.message().trim()
+        )
+    })
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn home_with(config: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(text) = config {
+            std::fs::write(dir.path().join("config.toml"), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn defaults_select_deepseek_v4_flash() {
+        let home = home_with(None);
+        let env = env_of(&[("DSH_HOME", home.path().to_str().unwrap())]);
+        let s = Settings::resolve(&env, &Overrides::default()).unwrap();
+        assert_eq!(s.provider.value, "deepseek");
+        assert_eq!(s.provider.source, Source::Default);
+        assert_eq!(s.model.value, DEFAULT_MODEL);
+        assert_eq!(s.selected().base_url.value, DEEPSEEK_DEFAULT_BASE_URL);
+        assert!(!s.config_found);
+    }
+
+    #[test]
+    fn flags_beat_env_which_beats_the_file() {
+        let home = home_with(Some(
+            "[defaults]\nprovider = \"openai\"\nmodel = \"from-file\"\n\
+             [providers.deepseek]\nbase_url = \"http://file\"\n",
+        ));
+        let env = env_of(&[
+            ("DSH_HOME", home.path().to_str().unwrap()),
+            ("DSH_MODEL", "from-env"),
+            ("DEEPSEEK_BASE_URL", "http://env"),
+        ]);
+        let s = Settings::resolve(&env, &Overrides::default()).unwrap();
+        assert_eq!(s.provider.value, "openai");
+        assert_eq!(s.model.value, "from-env");
+        assert_eq!(s.providers["deepseek"].base_url.value, "http://env");
+        let flags = Overrides {
+            provider: Some("deepseek".into()),
+            model: Some("from-flag".into()),
+            base_url: Some("http://flag".into()),
+        };
+        let s = Settings::resolve(&env, &flags).unwrap();
+        assert_eq!(s.model.value, "from-flag");
+        assert_eq!(s.model.source, Source::Flag("--model"));
+        assert_eq!(s.selected().base_url.value, "http://flag");
+    }
+
+    #[test]
+    fn a_provider_chosen_above_the_model_uses_its_own_default_model() {
+        let home = home_with(Some("[defaults]\nmodel = \"gpt-x\"\n"));
+        let env = env_of(&[("DSH_HOME", home.path().to_str().unwrap())]);
+        let flags = Overrides {
+            provider: Some("deepseek".into()),
+            ..Overrides::default()
+        };
+        let s = Settings::resolve(&env, &flags).unwrap();
+        assert_eq!(s.model.value, DEFAULT_MODEL);
+        assert_eq!(s.model.source, Source::ProviderDefault);
+    }
+
+    #[test]
+    fn configured_provider_needs_kind_and_base_url() {
+        let home = home_with(Some("\n[providers.ollama]\nmodels = [\"x\"]\n"));
+        let env = env_of(&[("DSH_HOME", home.path().to_str().unwrap())]);
+        let err = Settings::resolve(&env, &Overrides::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("config.toml:2"), "{msg}");
+        assert!(msg.contains("kind"), "{msg}");
+    }
+
+    #[test]
+    fn invalid_file_errors_name_file_line_and_field() {
+        let home = home_with(Some("[defaults]\nprovider = \"deepseek\"\nmodle = \"x\"\n"));
+        let env = env_of(&[("DSH_HOME", home.path().to_str().unwrap())]);
+        let msg = Settings::resolve(&env, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("config.toml:3:"), "{msg}");
+        assert!(msg.contains("modle"), "{msg}");
+    }
+
+    #[test]
+    fn missing_key_names_the_variable() {
+        let home = home_with(None);
+        let env = env_of(&[("DSH_HOME", home.path().to_str().unwrap())]);
+        let s = Settings::resolve(&env, &Overrides::default()).unwrap();
+        let msg = s.check_credentials(&env).unwrap_err().to_string();
+        assert!(msg.contains("DEEPSEEK_API_KEY"), "{msg}");
+        let local = Settings::resolve(
+            &env,
+            &Overrides {
+                provider: Some("local".into()),
+                model: Some("m".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        local.check_credentials(&env).unwrap();
+    }
+
+    #[test]
+    fn render_redacts_keys_and_names_sources() {
+        let home = home_with(None);
+        let env = env_of(&[
+            ("DSH_HOME", home.path().to_str().unwrap()),
+            ("DEEPSEEK_API_KEY", "sk-very-secret"),
+        ]);
+        let s = Settings::resolve(&env, &Overrides::default()).unwrap();
+        let text = s.render(&env);
+        assert!(!text.contains("sk-very-secret"));
+        assert!(text.contains("set, redacted"));
+        assert!(text.contains("# default"));
+    }
+}

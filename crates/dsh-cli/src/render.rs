@@ -1,0 +1,295 @@
+//! Turning session events into terminal text.
+//!
+//! Kept apart from every driver (headless progress, the chat, `dsh sessions show`) so a later
+//! full-screen TUI can reuse it: a [`Renderer`] is fed events in log order and returns the text
+//! to print; it owns no terminal and does no I/O.
+
+use std::collections::HashMap;
+
+use dsh_session::{
+    CallId, CancelCause, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
+    ToolResult, TurnEndReason,
+};
+use serde_json::Value;
+
+/// What to show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A live feed: assistant text as it streams (from `assistant/chunk`); user prompts are not
+    /// echoed (the person just typed them).
+    Live,
+    /// A stored transcript: user prompts, assembled assistant messages, tool calls, turn ends.
+    Transcript,
+}
+
+/// Stateful event-to-text renderer.
+#[derive(Debug)]
+pub struct Renderer {
+    mode: Mode,
+    at_line_start: bool,
+    calls: HashMap<CallId, (String, String)>,
+}
+
+impl Renderer {
+    /// A renderer for `mode`.
+    pub fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            at_line_start: true,
+            calls: HashMap::new(),
+        }
+    }
+
+    /// The text `event` adds to the display (possibly empty).
+    pub fn event(&mut self, event: &SessionEvent) -> String {
+        let mut out = String::new();
+        match &event.kind {
+            EventKind::AssistantChunk(c) if self.mode == Mode::Live => {
+                if let StreamChunk::TextDelta { text, .. } = &c.chunk {
+                    self.text(&mut out, text);
+                }
+            }
+            EventKind::AssistantMessage(m) if self.mode == Mode::Transcript => {
+                let text = m.message.text();
+                if !text.trim().is_empty() {
+                    self.line(&mut out, "");
+                    self.text(&mut out, text.trim_end());
+                    self.newline(&mut out);
+                }
+                if m.interrupted {
+                    self.line(&mut out, "[interrupted]");
+                }
+            }
+            EventKind::UserMessage(m) if self.mode == Mode::Transcript => {
+                let label = match &m.source {
+                    MessageSource::User => Some("user"),
+                    MessageSource::Plugin { plugin, .. } if plugin == "dsh-system-prompt" => None,
+                    MessageSource::Plugin { .. } => Some("context"),
+                    _ => None,
+                };
+                if let Some(label) = label {
+                    let text = m.text();
+                    self.line(&mut out, "");
+                    for (i, l) in text.trim_end().lines().enumerate() {
+                        let prefix = if i == 0 {
+                            format!("{label}> ")
+                        } else {
+                            "  ".into()
+                        };
+                        self.line(&mut out, &format!("{prefix}{l}"));
+                    }
+                }
+            }
+            EventKind::ToolCall(c) => {
+                self.calls
+                    .insert(c.call_id.clone(), (c.name.clone(), summarize(&c.arguments)));
+            }
+            EventKind::ToolResult(r) => {
+                let line = self.tool_line(r);
+                self.line(&mut out, &line);
+            }
+            EventKind::TurnEnd(t) => match &t.reason {
+                TurnEndReason::Completed => {
+                    self.newline(&mut out);
+                    if self.mode == Mode::Transcript {
+                        self.line(&mut out, &format!("── turn {} completed", t.turn));
+                    }
+                }
+                other => {
+                    let text = describe_end(other);
+                    self.line(&mut out, &format!("[turn {} {text}]", t.turn));
+                }
+            },
+            _ => {}
+        }
+        out
+    }
+
+    /// Ends a partial line (e.g. before the prompt is redrawn).
+    pub fn finish_line(&mut self) -> String {
+        let mut out = String::new();
+        self.newline(&mut out);
+        out
+    }
+
+    fn text(&mut self, out: &mut String, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        out.push_str(text);
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn newline(&mut self, out: &mut String) {
+        if !self.at_line_start {
+            out.push('\n');
+            self.at_line_start = true;
+        }
+    }
+
+    fn line(&mut self, out: &mut String, line: &str) {
+        self.newline(out);
+        out.push_str(line);
+        out.push('\n');
+    }
+
+    fn tool_line(&mut self, r: &ToolResult) -> String {
+        let call_id = r.message.content.iter().find_map(|b| match b {
+            ContentBlock::ToolResult { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        });
+        let (name, args) = call_id
+            .and_then(|id| self.calls.remove(&id))
+            .unwrap_or_else(|| ("tool".to_owned(), String::new()));
+        format!("● {name}({args}) → {}", outcome(r))
+    }
+}
+
+/// A one-line summary of a call's arguments: the field a person recognizes, else the raw JSON.
+fn summarize(arguments: &str) -> String {
+    let value: Option<Value> = serde_json::from_str(arguments).ok();
+    let field = value.as_ref().and_then(|v| {
+        ["command", "file_path", "path", "pattern", "id", "task_id"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str))
+    });
+    let text = field.unwrap_or(arguments);
+    clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), 80)
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
+/// How a tool call went, from the result the model sees.
+pub fn outcome(r: &ToolResult) -> String {
+    if let Some(e) = &r.error {
+        return format!("error {}", e.code);
+    }
+    let (text, is_error) = r
+        .message
+        .content
+        .iter()
+        .find_map(|b| match b {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => Some((
+                content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>(),
+                *is_error,
+            )),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let last = text.trim_end().lines().last().unwrap_or("").trim();
+    if is_error {
+        let first = text.lines().next().unwrap_or("").trim();
+        return format!("error: {}", clip(first, 80));
+    }
+    if let Some(code) = last
+        .strip_prefix("[exit code: ")
+        .and_then(|s| s.strip_suffix(']'))
+    {
+        return format!("exit {code}");
+    }
+    if let Some(sig) = last
+        .strip_prefix("[killed by signal: ")
+        .and_then(|s| s.strip_suffix(']'))
+    {
+        return format!("killed by {sig}");
+    }
+    if last.starts_with("[timed out") {
+        return "timed out".to_owned();
+    }
+    "ok".to_owned()
+}
+
+/// A human phrase for a turn that did not complete.
+pub fn describe_end(reason: &TurnEndReason) -> String {
+    match reason {
+        TurnEndReason::Completed => "completed".to_owned(),
+        TurnEndReason::Aborted { reason } => match reason {
+            CancelCause::User => "cancelled".to_owned(),
+            CancelCause::Parent => "cancelled by its parent".to_owned(),
+            CancelCause::Hook { reason } => format!("stopped: {reason}"),
+            CancelCause::Disposed => "stopped: shutting down".to_owned(),
+            CancelCause::Legacy => "aborted".to_owned(),
+        },
+        TurnEndReason::Blocked => "blocked".to_owned(),
+        TurnEndReason::Error { error } => format!("failed: {}: {}", error.code, error.message),
+        TurnEndReason::MaxTokens => "stopped at the output-token limit".to_owned(),
+        TurnEndReason::Interrupted => "interrupted (the process ended mid-turn)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use dsh_session::{AssistantChunk, Message, ToolCall, TurnEnd};
+    use std::sync::Arc;
+
+    fn ev(kind: EventKind) -> SessionEvent {
+        SessionEvent {
+            seq: 0,
+            time: 0,
+            kind,
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        }
+    }
+
+    #[test]
+    fn live_mode_streams_text_and_prints_one_line_per_tool_call() {
+        let mut r = Renderer::new(Mode::Live);
+        let chunk = |t: &str| {
+            ev(EventKind::AssistantChunk(AssistantChunk {
+                turn: 1,
+                step: 1,
+                chunk: StreamChunk::TextDelta {
+                    index: 0,
+                    text: t.into(),
+                },
+            }))
+        };
+        let mut out = r.event(&chunk("Let me "));
+        out += &r.event(&chunk("look."));
+        out += &r.event(&ev(EventKind::ToolCall(ToolCall {
+            turn: 1,
+            step: 1,
+            call_id: CallId::new("c1"),
+            name: "bash".into(),
+            arguments: r#"{"command":"echo hi","description":"say hi"}"#.into(),
+        })));
+        out += &r.event(&ev(EventKind::ToolResult(ToolResult {
+            turn: 1,
+            step: 1,
+            message: Arc::new(Message::tool_result(
+                CallId::new("c1"),
+                vec![ContentBlock::text("hi\n[exit code: 3]")],
+                false,
+            )),
+            error: None,
+            meta: None,
+        })));
+        out += &r.event(&ev(EventKind::TurnEnd(TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::Aborted {
+                reason: CancelCause::User,
+            },
+        })));
+        assert_eq!(
+            out,
+            "Let me look.\n● bash(echo hi) → exit 3\n[turn 1 cancelled]\n"
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! `dsh run`: one headless task (spec/edges.md §7.1).
+//!
+//! Contract: the final assistant text on stdout (`\n`-terminated, even when empty); exit 0 only
+//! when the last turn completed, 1 otherwise (an error turn also prints `dsh: CODE: message`
+//! on stderr); 2 for usage errors; 130 after SIGINT, 143 after SIGTERM. Standard input is never
+//! read. Progress goes to stderr only when stderr is a terminal; `--output-format stream-json`
+//! prints session events as JSON lines on stdout instead of the answer.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_agent::{AgentHandle, AgentRef, CancelCause, CancelOptions};
+use dsh_session::{EventKind, Message, SessionEvent, SessionId, TurnEndReason};
+use serde::Serialize;
+
+use crate::cli::{OutputFormat, RunArgs};
+use crate::compose::{AgentSpec, ComposeOptions, Composed, compose};
+use crate::config::{Settings, process_env};
+use crate::render::{Mode, Renderer};
+use crate::signals::{Signals, Stop};
+use crate::sink::Sink;
+
+/// How long a graceful stop may take (cancel and drain, then teardown) before dsh gives up on
+/// it and exits anyway.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
+/// Exit status for usage errors.
+pub const USAGE: i32 = 2;
+
+/// Runs `dsh run`; returns the exit status.
+pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathBuf>) -> i32 {
+    let task = args.task.join(" ");
+    if task.trim().is_empty() {
+        eprintln!("dsh: the task is empty\n\nUsage: dsh run [OPTIONS] <TASK>...");
+        return USAGE;
+    }
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
+    if let Err(e) = settings.check_credentials(&process_env) {
+        eprintln!("dsh: {e:#}");
+        return 1;
+    }
+    let cwd = match crate::workspace_dir(cwd) {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
+    let runtime = match crate::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    runtime.block_on(async move {
+        let signals = match Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("dsh: cannot install signal handlers: {e}");
+                return 1;
+            }
+        };
+        let composed = match compose(&settings, ComposeOptions::default()).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("dsh: {e:#}");
+                return 1;
+            }
+        };
+        let code = drive(&composed, &args, task, cwd, signals.clone()).await;
+        signals.exit_on_next();
+        if tokio::time::timeout(DRAIN, composed.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("teardown did not finish within {DRAIN:?}; exiting anyway");
+        }
+        code
+    })
+}
+
+/// The outcome the contract reports: the final text and the last turn's end.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Text of the last non-empty assistant message after the run's first `turn/start`.
+    pub text: String,
+    /// How the last turn ended (`None`: no turn ran).
+    pub reason: Option<TurnEndReason>,
+}
+
+impl Outcome {
+    /// Scans the events this run appended.
+    pub fn of(events: &[Arc<SessionEvent>]) -> Self {
+        let mut out = Self::default();
+        let mut started = false;
+        for e in events {
+            match &e.kind {
+                EventKind::TurnStart(_) => started = true,
+                EventKind::AssistantMessage(m) if started => {
+                    let text = m.message.text();
+                    if !text.is_empty() {
+                        out.text = text;
+                    }
+                }
+                EventKind::TurnEnd(t) => out.reason = Some(t.reason.clone()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// 0 only for a completed last turn.
+    pub fn exit_code(&self) -> i32 {
+        match self.reason {
+            Some(TurnEndReason::Completed) => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// The final line of `--output-format stream-json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session_id: &'a str,
+    exit_code: i32,
+    reason: Option<&'a TurnEndReason>,
+    text: &'a str,
+}
+
+async fn drive(
+    composed: &Composed,
+    args: &RunArgs,
+    task: String,
+    cwd: PathBuf,
+    mut signals: Signals,
+) -> i32 {
+    let id = match &args.resume {
+        Some(id) => SessionId::new(id.as_str()),
+        None => SessionId::generate(),
+    };
+    let progress = args.output_format == OutputFormat::Text && std::io::stderr().is_terminal();
+    let sink = match args.output_format {
+        OutputFormat::StreamJson => Some(Sink::stream_json(&composed.ctx, id.clone())),
+        OutputFormat::Text if progress => Some(Sink::render(
+            &composed.ctx,
+            id.clone(),
+            Renderer::new(Mode::Live),
+            |text| {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+            },
+        )),
+        OutputFormat::Text => None,
+    };
+    let sink = match sink.transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
+    let spec = AgentSpec {
+        max_turns: args.max_turns,
+    };
+    let created = match &args.resume {
+        Some(_) => composed.resume_agent(id.clone(), &spec).await,
+        None => composed.create_agent(id.clone(), &cwd, &spec).await,
+    };
+    let handle = match created {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(sink) = sink {
+                sink.close();
+            }
+            eprintln!("dsh: {:#}", anyhow::Error::new(e));
+            return 1;
+        }
+    };
+    let agent = handle.agent().clone();
+    agent.when_idle().await;
+    let first_seq = agent.session().len();
+    if let Err(e) = agent.followup(Message::user_text(task)) {
+        if let Some(sink) = sink {
+            sink.close();
+        }
+        eprintln!("dsh: {:#}", anyhow::Error::new(e));
+        return 1;
+    }
+    let stop = tokio::select! {
+        () = agent.when_idle() => None,
+        stop = signals.first() => Some(stop),
+    };
+    if let Some(stop) = stop {
+        drain(&handle, &agent, stop).await;
+    }
+    signals.exit_on_next();
+    if let Err(error) = composed.core.store.flush(agent.session()).await {
+        tracing::warn!(%error, "flushing the session failed");
+    }
+    let outcome = Outcome::of(&agent.session().events_from(first_seq));
+    if let Some(sink) = sink {
+        sink.close();
+    }
+    let code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.output_format {
+        OutputFormat::Text => writeln!(stdout, "{}", outcome.text),
+        OutputFormat::StreamJson => {
+            let line = ResultLine {
+                kind: "result",
+                session_id: id.as_str(),
+                exit_code: code,
+                reason: outcome.reason.as_ref(),
+                text: &outcome.text,
+            };
+            match serde_json::to_string(&line) {
+                Ok(json) => writeln!(stdout, "{json}"),
+                Err(e) => Err(std::io::Error::other(e)),
+            }
+        }
+    };
+    let _ = written.and_then(|()| stdout.flush());
+    drop(stdout);
+    if let Some(TurnEndReason::Error { error }) = &outcome.reason {
+        eprintln!("dsh: {error}");
+    }
+    if progress {
+        eprintln!("dsh: session {id}");
+    }
+    if tokio::time::timeout(DRAIN, handle.dispose()).await.is_err() {
+        tracing::warn!(session = %id, "the agent did not stop within {DRAIN:?}");
+    }
+    code
+}
+
+/// The graceful stop of one run: SIGINT cancels the turn the way a person would (`user`);
+/// SIGTERM tears the agent down (`disposed`). Either way the drain is bounded.
+async fn drain(handle: &AgentHandle, agent: &AgentRef, stop: Stop) {
+    let drained = match stop {
+        Stop::Interrupt => {
+            agent.cancel(CancelCause::User, CancelOptions::default());
+            tokio::time::timeout(DRAIN, agent.when_idle()).await
+        }
+        Stop::Terminate => tokio::time::timeout(DRAIN, handle.dispose()).await,
+    };
+    if drained.is_err() {
+        tracing::warn!(agent = %agent.id(), "the turn did not stop within {DRAIN:?}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::{AssistantMessage, TurnEnd, TurnStart};
+
+    fn ev(seq: u64, kind: EventKind) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent {
+            seq,
+            time: 0,
+            kind,
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        })
+    }
+
+    fn said(text: &str) -> EventKind {
+        EventKind::AssistantMessage(AssistantMessage {
+            turn: 1,
+            step: 1,
+            message: Arc::new(Message::assistant(
+                vec![dsh_session::ContentBlock::text(text)],
+                "p",
+                "m",
+            )),
+            usage: None,
+            interrupted: false,
+        })
+    }
+
+    #[test]
+    fn the_last_non_empty_message_after_the_first_turn_start_wins() {
+        let events = [
+            ev(0, said("before any turn")),
+            ev(1, EventKind::TurnStart(TurnStart { turn: 1 })),
+            ev(2, said("first")),
+            ev(3, said("")),
+            ev(
+                4,
+                EventKind::TurnEnd(TurnEnd {
+                    turn: 1,
+                    reason: TurnEndReason::Completed,
+                }),
+            ),
+        ];
+        let o = Outcome::of(&events);
+        assert_eq!(o.text, "first");
+        assert_eq!(o.exit_code(), 0);
+        assert_eq!(Outcome::of(&events[..1]).exit_code(), 1);
+    }
+}

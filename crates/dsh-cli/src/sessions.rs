@@ -1,0 +1,185 @@
+//! `dsh sessions list | show | fork`: stored sessions, read straight from the JSONL store.
+//!
+//! These commands need no agent, no provider and no key: they open the store under
+//! `$DSH_HOME/sessions` and nothing else.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use dsh_session::{Persistence, SessionId};
+use dsh_store_jsonl::JsonlStore;
+
+use crate::config::Settings;
+use crate::render::{Mode, Renderer};
+
+/// `dsh sessions list`: one row per stored session, most recently active first.
+pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
+    let listings = store.listings().await.context("cannot list sessions")?;
+    let mut out = String::new();
+    if listings.is_empty() {
+        let _ = writeln!(out, "no sessions under {}", store.root().display());
+        return Ok(out);
+    }
+    let _ = writeln!(
+        out,
+        "{:<44}  {:<16}  {:>5}  {:<30}  FIRST PROMPT",
+        "ID", "LAST ACTIVITY", "TURNS", "CWD"
+    );
+    for l in listings {
+        // The turn count needs a scan of the log; a listing row does not carry it.
+        let turns = match store.summary(&l.header.id).await {
+            Ok(s) => s.turns.to_string(),
+            Err(_) => "?".to_owned(),
+        };
+        let cwd = l
+            .header
+            .cwd
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |p| p.display().to_string());
+        let prompt = l
+            .first_prompt
+            .as_deref()
+            .map(|p| one_line(p, 60))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<44}  {:<16}  {:>5}  {:<30}  {}",
+            l.header.id,
+            format_time(l.last_activity),
+            turns,
+            cwd,
+            prompt
+        );
+    }
+    Ok(out)
+}
+
+/// `dsh sessions show ID`: a readable transcript. Loading repairs a crashed session's tail (as
+/// a resume would) before it is shown.
+pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
+    let id = SessionId::new(id);
+    let stored = store.load(&id).await?;
+    let mut out = String::new();
+    let h = &stored.header;
+    let _ = writeln!(out, "session {}", h.id);
+    if let Some(cwd) = &h.cwd {
+        let _ = writeln!(out, "cwd     {}", cwd.display());
+    }
+    let _ = writeln!(out, "created {}", format_time(h.created_at));
+    if let Some(parent) = &h.parent_session {
+        let seed = h
+            .seed_length
+            .map(|n| format!(" ({n} events)"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "forked from {parent}{seed}");
+    }
+    if let Ok(dsh_session::persistence::SessionLocation::File(path)) = store.locate(&id).await {
+        let _ = writeln!(out, "file    {}", path.display());
+    }
+    let mut renderer = Renderer::new(Mode::Transcript);
+    for event in &stored.events {
+        out.push_str(&renderer.event(event));
+    }
+    out.push_str(&renderer.finish_line());
+    Ok(out)
+}
+
+/// `dsh sessions fork ID [--at SEQ]`: returns the new session's id.
+pub async fn fork(store: &Arc<JsonlStore>, id: &str, at: Option<u64>) -> anyhow::Result<String> {
+    let header = store.fork(&SessionId::new(id), at, None).await?;
+    Ok(header.id.to_string())
+}
+
+/// Runs a `sessions` subcommand against the store of `settings`; returns the exit status.
+pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCommand) -> i32 {
+    use crate::cli::SessionsCommand as C;
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
+    if let C::Resume { id } = command {
+        return crate::chat::main(settings, None, Some(id.clone()));
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let store = JsonlStore::new(settings.sessions_root());
+    let result = runtime.block_on(async {
+        match command {
+            C::List => list(&store).await,
+            C::Show { id } => show(&store, id).await,
+            C::Fork { id, at } => fork(&store, id, *at).await.map(|id| format!("{id}\n")),
+            C::Resume { .. } => Ok(String::new()),
+        }
+    });
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            1
+        }
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut s: String = flat.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) for epoch milliseconds.
+pub fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil conversion (proleptic Gregorian calendar).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_format_as_utc_minutes() {
+        assert_eq!(format_time(0), "1970-01-01 00:00");
+        assert_eq!(format_time(1_700_000_000_000), "2023-11-14 22:13");
+        assert_eq!(format_time(951_782_400_000), "2000-02-29 00:00");
+    }
+}

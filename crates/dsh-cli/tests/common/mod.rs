@@ -1,0 +1,152 @@
+//! Shared harness of the end-to-end tests: the real `dsh` binary against the mock server, with
+//! a private `DSH_HOME`, a private working directory and stdin at /dev/null.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+
+use dsh_session::{Persistence, SessionEvent, SessionId};
+use dsh_store_jsonl::JsonlStore;
+use dsh_testkit::MockServer;
+use serde_json::Value;
+
+/// Environment variables a developer's shell may carry that would change what dsh does.
+const SCRUBBED: &[&str] = &[
+    "DSH_HOME",
+    "DSH_PROVIDER",
+    "DSH_MODEL",
+    "DSH_LOG",
+    "DSH_LOG_FILE",
+    "DEEPSEEK_API_KEY",
+    "DEEPSEEK_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+];
+
+pub struct World {
+    pub server: MockServer,
+    pub home: tempfile::TempDir,
+    pub cwd: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> Self {
+        let cwd = tempfile::tempdir().unwrap();
+        // A repository boundary, so AGENTS.md files above the temp dir never leak in.
+        std::fs::create_dir(cwd.path().join(".git")).unwrap();
+        Self {
+            server: MockServer::start(),
+            home: tempfile::tempdir().unwrap(),
+            cwd,
+        }
+    }
+
+    /// `dsh ARGS…` with the test environment (key `test`, the mock as DeepSeek's base URL).
+    pub fn dsh(&self, args: &[&str]) -> Command {
+        let mut cmd = self.bare(args);
+        cmd.env("DEEPSEEK_API_KEY", "test");
+        cmd
+    }
+
+    /// Like [`World::dsh`] but without an API key.
+    pub fn bare(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        for var in SCRUBBED {
+            cmd.env_remove(var);
+        }
+        cmd.args(args)
+            .env("DSH_HOME", self.home.path())
+            .env("HOME", self.home.path())
+            .env("DEEPSEEK_BASE_URL", self.server.url())
+            .current_dir(self.cwd.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    pub fn output(&self, args: &[&str]) -> Output {
+        self.dsh(args).output().unwrap()
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.dsh(args).spawn().unwrap()
+    }
+
+    pub fn sessions_root(&self) -> PathBuf {
+        self.home.path().join("sessions")
+    }
+
+    /// Every session file under the sessions root.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let Ok(projects) = std::fs::read_dir(self.sessions_root()) else {
+            return out;
+        };
+        for project in projects {
+            for file in std::fs::read_dir(project.unwrap().path()).unwrap() {
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "jsonl") {
+                    out.push(path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Loads a stored session through the persistence store (repairing nothing it need not).
+    pub fn load(&self, id: &str) -> Vec<Arc<SessionEvent>> {
+        let store = JsonlStore::new(self.sessions_root());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let stored = rt.block_on(store.load(&SessionId::new(id))).unwrap();
+        stored.events.into_iter().map(Arc::new).collect()
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The JSON lines of a stream-json run.
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// A `bash` call's arguments.
+pub fn bash(command: &str) -> String {
+    serde_json::json!({"command": command, "description": "run a test command"}).to_string()
+}
+
+/// Runs `f` on a small runtime (for the mock server's async waits).
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// The session id of a stream-json run's result line.
+pub fn session_id_of(lines: &[Value]) -> String {
+    lines.last().unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub fn file_name(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}

@@ -1,0 +1,311 @@
+#![allow(clippy::unwrap_used)]
+//! `dsh run` end to end: the real binary against the mock server.
+
+mod common;
+
+use common::{World, bash, json_lines, session_id_of, stderr, stdout};
+use dsh_session::{EventKind, TurnEndReason};
+use dsh_testkit::MockResponse;
+use serde_json::Value;
+
+#[test]
+fn run_prints_the_final_answer_after_two_bash_calls_and_exits_zero() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::tool_call("call_2", "bash", &bash("echo two")))
+        .push(MockResponse::text("All done."));
+    let out = w.output(&["run", "print", "two", "words"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "All done.\n");
+    assert_eq!(
+        stderr(&out),
+        "",
+        "a successful run writes nothing to stderr"
+    );
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        w.server.violations().is_empty(),
+        "{:?}",
+        w.server.violations()
+    );
+    // The tool outputs reached the model.
+    let last = serde_json::to_string(requests[2].messages()).unwrap();
+    assert!(last.contains("one") && last.contains("two"), "{last}");
+    assert_eq!(requests[0].body["model"], "deepseek-v4-flash");
+    let first_user = &requests[0].messages().last().unwrap()["content"];
+    assert!(first_user.to_string().contains("print two words"));
+}
+
+#[test]
+fn the_compatible_profile_spelling_runs_the_same_contract() {
+    let w = World::new();
+    w.server.push(MockResponse::text("hello"));
+    let out = w.output(&["--profile", "headless", "say", "hello"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+}
+
+#[test]
+fn an_error_turn_exits_one_and_names_code_and_message_on_stderr() {
+    let w = World::new();
+    w.server.push(MockResponse::error_json(
+        400,
+        "bad field",
+        "invalid_request_error",
+        None,
+    ));
+    let out = w.output(&["run", "anything"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out),
+        "\n",
+        "the answer line is printed even when empty"
+    );
+    let err = stderr(&out);
+    assert!(err.contains("dsh: INVALID_REQUEST: "), "{err}");
+    assert!(err.contains("bad field"), "{err}");
+}
+
+#[test]
+fn a_cancelled_turn_exits_one() {
+    // --max-turns 1: the second model request is refused by cancelling with a hook cause.
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::text("never requested"));
+    let out = w.output(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--max-turns",
+        "1",
+        "go",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    assert_eq!(w.server.requests().len(), 1);
+    let lines = json_lines(&out);
+    let result = lines.last().unwrap();
+    assert_eq!(result["exitCode"], 1);
+    assert_eq!(result["reason"]["kind"], "aborted");
+    assert_eq!(result["reason"]["reason"]["kind"], "hook");
+    let events = w.load(&session_id_of(&lines));
+    dsh_session::check_balanced(&events).unwrap();
+}
+
+#[test]
+fn stream_json_prints_one_event_object_per_session_event_then_a_result() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::text("Finished."));
+    let out = w.output(&["run", "--output-format", "stream-json", "do", "it"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let lines = json_lines(&out);
+    let (result, events) = lines.split_last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["exitCode"], 0);
+    assert_eq!(result["text"], "Finished.");
+    assert_eq!(result["reason"]["kind"], "completed");
+    let id = result["sessionId"].as_str().unwrap();
+    assert!(id.starts_with("session-"));
+    assert!(!events.is_empty());
+    for (i, line) in events.iter().enumerate() {
+        assert_eq!(line["type"], "event", "{line}");
+        assert_eq!(line["sessionId"], id);
+        assert_eq!(line["event"]["seq"], i as u64, "seqs are contiguous from 0");
+        // Each event object is the session log's own form.
+        let _: dsh_session::SessionEvent = serde_json::from_value(line["event"].clone()).unwrap();
+    }
+    let types: Vec<&str> = events
+        .iter()
+        .map(|l| l["event"]["type"].as_str().unwrap())
+        .collect();
+    for expected in ["turn/start", "tool/call", "tool/result", "turn/end"] {
+        assert!(types.contains(&expected), "{types:?}");
+    }
+    // The stream is exactly the stored log.
+    let stored = w.load(id);
+    assert_eq!(stored.len(), events.len());
+}
+
+#[test]
+fn resume_continues_the_same_session_file_and_seq() {
+    let w = World::new();
+    w.server.push(MockResponse::text("first answer"));
+    let first = w.output(&["run", "--output-format", "stream-json", "one"]);
+    assert_eq!(first.status.code(), Some(0), "stderr: {}", stderr(&first));
+    let first_lines = json_lines(&first);
+    let id = session_id_of(&first_lines);
+    let files = w.session_files();
+    assert_eq!(files.len(), 1);
+    let stored_before = w.load(&id).len() as u64;
+
+    w.server.push(MockResponse::text("second answer"));
+    let second = w.output(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--resume",
+        &id,
+        "two",
+    ]);
+    assert_eq!(second.status.code(), Some(0), "stderr: {}", stderr(&second));
+    let lines = json_lines(&second);
+    assert_eq!(session_id_of(&lines), id);
+    assert_eq!(lines.last().unwrap()["text"], "second answer");
+    assert_eq!(
+        lines[0]["event"]["seq"].as_u64().unwrap(),
+        stored_before,
+        "the resumed log continues where the stored one ended"
+    );
+    assert_eq!(w.session_files(), files, "same file, no new one");
+    let events = w.load(&id);
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64);
+    }
+    dsh_session::check_balanced(&events).unwrap();
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TurnStart(_)))
+        .count();
+    assert_eq!(turns, 2);
+    // The model saw the first exchange again.
+    let history = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+    assert!(history.contains("first answer"), "{history}");
+}
+
+#[test]
+fn resuming_an_unknown_session_fails_creation_with_exit_one() {
+    let w = World::new();
+    let out = w.output(&["run", "--resume", "session-nope", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.starts_with("dsh: "), "{err}");
+    assert!(err.contains("session-nope"), "{err}");
+    assert!(w.server.requests().is_empty());
+}
+
+#[test]
+fn a_missing_key_names_the_variable_and_sends_no_request() {
+    let w = World::new();
+    w.server.push(MockResponse::text("unused"));
+    let out = w.bare(&["run", "hello"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("DEEPSEEK_API_KEY"), "{err}");
+    assert!(w.server.requests().is_empty());
+    assert!(w.session_files().is_empty());
+}
+
+#[test]
+fn an_invalid_config_file_is_named_with_its_line() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[defaults]\nprovider = \"deepseek\"\nmax_tokens = \"lots\"\n",
+    )
+    .unwrap();
+    let out = w.output(&["run", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let path = w.home.path().join("config.toml");
+    assert!(
+        err.contains(&format!("{}:3:", path.display())),
+        "names file and line: {err}"
+    );
+    assert!(err.contains("max_tokens"), "names the field: {err}");
+    assert!(w.server.requests().is_empty());
+}
+
+#[test]
+fn an_empty_task_is_a_usage_error_and_boots_nothing() {
+    let w = World::new();
+    let out = w.output(&["run", "  ", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("task is empty"));
+    assert!(w.server.requests().is_empty());
+    assert!(!w.sessions_root().exists());
+}
+
+#[test]
+fn agents_md_and_the_persona_reach_the_system_prompt() {
+    let w = World::new();
+    std::fs::write(
+        w.cwd.path().join("AGENTS.md"),
+        "Always answer in {{braces}} verbatim.",
+    )
+    .unwrap();
+    w.server.push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--model", "deepseek-chat", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let body = &w.server.requests()[0].body;
+    assert_eq!(body["model"], "deepseek-chat");
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!(
+            "You are a coding agent powered by deepseek-chat, working directory {}.",
+            cwd.display()
+        )),
+        "{system}"
+    );
+    assert!(
+        system.contains("Always answer in {{braces}} verbatim."),
+        "{system}"
+    );
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"bash") && tools.contains(&"read"),
+        "{tools:?}"
+    );
+}
+
+#[test]
+fn the_run_never_reads_stdin() {
+    // stdin is a pipe nobody writes to or closes: a run that read it would hang.
+    let w = World::new();
+    w.server.push(MockResponse::text("no input needed"));
+    let mut child = w
+        .dsh(&["run", "go"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "no input needed\n");
+}
+
+#[test]
+fn the_error_reason_is_recorded_in_the_session_log() {
+    let w = World::new();
+    w.server.push(MockResponse::error_json(
+        400,
+        "nope",
+        "invalid_request_error",
+        None,
+    ));
+    let out = w.output(&["run", "--output-format", "stream-json", "x"]);
+    let lines = json_lines(&out);
+    let id = session_id_of(&lines);
+    let events = w.load(&id);
+    let last = events.last().unwrap();
+    match &last.kind {
+        EventKind::TurnEnd(t) => {
+            assert!(matches!(t.reason, TurnEndReason::Error { .. }));
+        }
+        other => panic!("last event is {other:?}"),
+    }
+    assert_eq!(
+        lines.last().unwrap()["reason"]["kind"],
+        Value::from("error")
+    );
+}

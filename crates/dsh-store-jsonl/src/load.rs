@@ -1,0 +1,126 @@
+//! Cold load: read a session file, repair it, and make the repair durable.
+//!
+//! Every load repairs, whether it is for resume or for inspection, so a crashed session is
+//! closed properly the first time anyone opens it and every later reader sees the same log.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_session::{PersistenceError, SessionId, StoredSession, interrupted_turn_closers};
+
+use crate::fsync::{FileOps, append_durably};
+use crate::layout::{project_dir_name, session_file_name};
+use crate::repair::{Scanned, scan};
+use crate::writer::encode_events;
+
+fn io_error(path: &Path, what: &str) -> impl FnOnce(io::Error) -> PersistenceError {
+    let context = format!("{what} {}", path.display());
+    move |source| PersistenceError::Io { context, source }
+}
+
+/// Checks that the header belongs at `path`: it names `id`, and its cwd derives the project
+/// directory the file is in (a file moved or copied by hand must not pass as another session).
+pub(crate) fn check_location(
+    path: &Path,
+    scanned: &Scanned,
+    id: &SessionId,
+) -> Result<(), PersistenceError> {
+    let header = &scanned.header;
+    let corrupt = |reason: String| PersistenceError::Corrupt {
+        path: path.to_owned(),
+        line: 1,
+        reason,
+    };
+    if &header.id != id {
+        return Err(corrupt(format!(
+            "the header names session \"{}\", not \"{id}\"",
+            header.id
+        )));
+    }
+    let expected_dir = project_dir_name(header.cwd.as_deref());
+    let actual_dir = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if actual_dir != expected_dir {
+        return Err(corrupt(format!(
+            "the header's cwd belongs in project directory {expected_dir}, not {actual_dir}"
+        )));
+    }
+    let expected_name = session_file_name(id)?;
+    if path.file_name().is_none_or(|n| n != expected_name.as_str()) {
+        return Err(corrupt(format!("the file should be named {expected_name}")));
+    }
+    Ok(())
+}
+
+/// Loads the session stored at `path`, repairing it durably: a damaged tail after the last
+/// committed `turn/end` is truncated away, then an open tail turn is closed with
+/// [`interrupted_turn_closers`], appended with one write and `fdatasync`. The caller holds the
+/// session's file lock.
+pub(crate) fn load_file(
+    io: &dyn FileOps,
+    path: &Path,
+    id: &SessionId,
+) -> Result<StoredSession, PersistenceError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            PersistenceError::NotFound { id: id.clone() }
+        } else {
+            io_error(path, "reading")(e)
+        }
+    })?;
+    let scanned = scan(path, &bytes)?;
+    drop(bytes);
+    check_location(path, &scanned, id)?;
+    let Scanned {
+        header,
+        mut events,
+        intact_len,
+        damage,
+    } = scanned;
+    let closers = interrupted_turn_closers(&events);
+    if damage.is_none() && closers.is_empty() {
+        return Ok(StoredSession { header, events });
+    }
+
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(io_error(path, "opening for repair"))?;
+    let mut len = intact_len;
+    if let Some(damage) = &damage {
+        tracing::warn!(
+            path = %path.display(),
+            line = damage.line,
+            dropped_bytes = damage.bytes,
+            reason = %damage.reason,
+            "dropping the damaged tail of a session file"
+        );
+        file.set_len(len)
+            .map_err(io_error(path, "truncating the damaged tail of"))?;
+        io.sync_data(&file)
+            .map_err(io_error(path, "syncing the truncated"))?;
+    }
+    if !closers.is_empty() {
+        tracing::warn!(
+            path = %path.display(),
+            closers = closers.len(),
+            "closing the interrupted turn of a session file"
+        );
+        let closers: Vec<_> = closers.into_iter().map(Arc::new).collect();
+        let mut bytes = Vec::new();
+        encode_events(&closers, &mut bytes).map_err(|e| PersistenceError::Io {
+            context: format!("encoding repair events for {}", path.display()),
+            source: io::Error::other(e),
+        })?;
+        let mut dirty = false;
+        append_durably(io, &mut file, &mut len, &mut dirty, &bytes)
+            .map_err(io_error(path, "appending repair events to"))?;
+        events.extend(closers.into_iter().map(Arc::unwrap_or_clone));
+    }
+    Ok(StoredSession { header, events })
+}

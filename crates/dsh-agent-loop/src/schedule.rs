@@ -100,64 +100,44 @@ impl LoopAgent {
         let mut aborted = cancel.is_cancelled();
         let mut failure: Option<Interrupt> = None;
         let mut in_flight = FuturesUnordered::new();
+        // Each iteration either starts the next call or waits for one in flight to settle,
+        // then commits whatever is next in model order.
         loop {
-            while failure.is_none() && !aborted && started < n && in_flight.len() < cap {
-                if started > 0
+            // A call reclassified as exclusive stops replenishment; it becomes a new barrier
+            // once the pool drains.
+            let can_start = failure.is_none()
+                && !aborted
+                && started < n
+                && in_flight.len() < cap
+                && !(started > 0
                     && mode == ExecutionMode::Parallel
-                    && tools.execution_mode(&group[started]) != ExecutionMode::Parallel
-                {
-                    // Reclassified as exclusive: stop replenishing; it becomes a new barrier
-                    // once the pool drains.
-                    break;
-                }
-                let exec = &group[started];
-                let i = started;
+                    && tools.execution_mode(&group[started]) != ExecutionMode::Parallel);
+            if can_start {
+                let (i, exec) = (started, &group[started]);
                 match self.append_call(turn, step, exec) {
                     Ok(seq) => call_seqs[i] = seq,
                     Err(e) => {
                         failure = Some(fail(e));
-                        break;
+                        continue;
                     }
                 }
                 started += 1;
                 match tools.prepare(exec).await {
                     Prepared::Settled(outcome) => slots[i] = Some(outcome),
-                    Prepared::Dispatch => {
-                        // Checkpoint: a body with side effects starts only once its
-                        // `tool/call` is durable.
-                        if let Err(e) = self.flush().await {
-                            // Fail closed: the body never runs; the call is answered with the
-                            // other unanswered calls of the failed step.
-                            failure = Some(e);
-                            break;
-                        } else {
-                            in_flight.push(async move { (i, tools.dispatch(exec).await) });
-                        }
-                    }
+                    // Checkpoint: a body with side effects starts only once its `tool/call` is
+                    // durable. On failure it never runs (fail closed); the call is answered with
+                    // the other unanswered calls of the failed step.
+                    Prepared::Dispatch => match self.flush().await {
+                        Ok(()) => in_flight.push(async move { (i, tools.dispatch(exec).await) }),
+                        Err(e) => failure = Some(e),
+                    },
                 }
-                if let Err(e) = self
-                    .commit_ready(
-                        turn,
-                        step,
-                        group,
-                        &mut slots,
-                        &call_seqs,
-                        started,
-                        &mut committed,
-                        &mut concluded,
-                    )
-                    .await
-                {
-                    failure.get_or_insert(e);
-                }
-                if cancel.is_cancelled() {
-                    aborted = true;
-                }
+            } else {
+                let Some((i, outcome)) = in_flight.next().await else {
+                    break;
+                };
+                slots[i] = Some(outcome);
             }
-            let Some((i, outcome)) = in_flight.next().await else {
-                break;
-            };
-            slots[i] = Some(outcome);
             if let Err(e) = self
                 .commit_ready(
                     turn,

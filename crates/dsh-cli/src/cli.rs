@@ -71,6 +71,19 @@ pub enum Command {
     /// Inspect the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
+    ///
+    /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
+    /// (`bash`, `write`, `edit`) ask the editor for permission unless `--auto-approve`.
+    Acp(AcpArgs),
+}
+
+/// `dsh acp`.
+#[derive(Args, Debug, Default)]
+pub struct AcpArgs {
+    /// Run every tool without asking the editor (sessions start in the `auto` mode).
+    #[arg(long)]
+    pub auto_approve: bool,
 }
 
 /// `dsh run`.

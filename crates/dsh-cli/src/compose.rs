@@ -142,12 +142,8 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
     })
 }
 
-/// The composition `dsh acp` serves from: the same harness as `dsh run` plus the config-declared
-/// agents. The ACP server (crate `dsh-acp`) creates its sessions through
-/// [`Composed::create_agent`]-equivalent options on `composed.ctx`'s agent registry, with
-/// [`Composed::agent_options`] as the route.
-// Not called yet: `dsh acp` is wired once the `dsh-acp` crate exposes its `serve` entry point.
-#[allow(dead_code)]
+/// The composition `dsh acp` serves from: the same harness as `dsh run` plus the
+/// config-declared agents.
 pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
     compose(
         settings,
@@ -218,7 +214,7 @@ impl Composed {
                         ..SessionMeta::default()
                     },
                     agent_options: self.agent_options(),
-                    setup: Some(agent_setup(Some(cwd), spec)),
+                    setup: Some(agent_setup(spec)),
                     ..CreateAgentOptions::default()
                 },
             )
@@ -231,15 +227,9 @@ impl Composed {
         id: SessionId,
         spec: &AgentSpec,
     ) -> Result<AgentHandle, AgentError> {
-        let spec = spec.clone();
-        let setup: Setup = Box::new(move |agent_ctx: Context| {
-            let cwd =
-                dsh_agent::agent_of(&agent_ctx).and_then(|a| a.session().header().cwd.clone());
-            agent_setup(cwd.as_deref(), &spec)(agent_ctx)
-        });
         let mut options = ResumeAgentOptions::new(id);
         options.agent_options = self.agent_options();
-        options.setup = Some(setup);
+        options.setup = Some(agent_setup(spec));
         self.core.registry.resume(&self.ctx, options).await
     }
 
@@ -260,12 +250,16 @@ impl Composed {
     }
 }
 
-/// The per-agent composition: the agent's `AGENTS.md` section and the model-request budget.
-fn agent_setup(cwd: Option<&Path>, spec: &AgentSpec) -> Setup {
-    let section = cwd.and_then(|cwd| instructions::render(&instructions::discover(cwd)));
+/// The per-agent composition: the `AGENTS.md` section of the agent's own working directory
+/// (read from its session header, so fresh, resumed and ACP-created agents all get theirs) and
+/// the model-request budget. Public for `dsh acp`, whose bridge runs it for every session.
+pub fn agent_setup(spec: &AgentSpec) -> Setup {
     let max_turns = spec.max_turns;
     Box::new(move |agent_ctx: Context| {
         async move {
+            let cwd = dsh_agent::agent_of(&agent_ctx)
+                .and_then(|agent| agent.session().header().cwd.clone());
+            let section = cwd.and_then(|cwd| instructions::render(&instructions::discover(&cwd)));
             if let Some(text) = section {
                 let prompt = agent_ctx.require::<dsh_prompt::SystemPrompt>()?;
                 let _ = prompt.variable(

@@ -2,10 +2,11 @@
 //!
 //! Module map: [`cli`] (the command-line surface), [`config`] (file + environment + flags),
 //! [`compose`] (the composition root every front end shares), [`run`] (`dsh run`), [`chat`]
-//! (the interactive driver), [`render`] (session events → terminal text, shared by the
+//! (the interactive driver), [`acp`] (`dsh acp`), [`render`] (session events → terminal text, shared by the
 //! drivers), [`sink`] (event delivery off the agent's thread), [`sessions`], [`instructions`]
 //! (`AGENTS.md`), [`signals`] and [`logging`].
 
+mod acp;
 mod chat;
 mod cli;
 mod compose;
@@ -44,6 +45,10 @@ fn main() {
                 print!("{}", settings.render(&process_env));
                 0
             }
+            Err(e) => fail(&e),
+        },
+        Some(Command::Acp(args)) => match Settings::load(&overrides) {
+            Ok(settings) => acp::main(settings, args.auto_approve),
             Err(e) => fail(&e),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {

@@ -141,7 +141,12 @@ impl Renderer {
         let (name, args) = call_id
             .and_then(|id| self.calls.remove(&id))
             .unwrap_or_else(|| ("tool".to_owned(), String::new()));
-        format!("● {name}({args}) → {}", outcome(r))
+        let mut outcome = outcome(r);
+        if outcome == "ok" && name == "bash" {
+            // bash prints no marker for a zero exit status.
+            outcome = "exit 0".to_owned();
+        }
+        format!("● {name}({args}) → {outcome}")
     }
 }
 

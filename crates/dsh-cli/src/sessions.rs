@@ -27,10 +27,14 @@ pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
         "ID", "LAST ACTIVITY", "TURNS", "CWD"
     );
     for l in listings {
-        // The turn count needs a scan of the log; a listing row does not carry it.
-        let turns = match store.summary(&l.header.id).await {
-            Ok(s) => s.turns.to_string(),
-            Err(_) => "?".to_owned(),
+        // The listing reads the turn count from the log's tail; only when that is not cheap
+        // (a huge last turn) is the whole log scanned.
+        let turns = match l.turns {
+            Some(n) => n.to_string(),
+            None => match store.summary(&l.header.id).await {
+                Ok(s) => s.turns.to_string(),
+                Err(_) => "?".to_owned(),
+            },
         };
         let cwd = l
             .header

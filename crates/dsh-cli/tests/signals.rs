@@ -1,0 +1,134 @@
+#![allow(clippy::unwrap_used)]
+//! Signals during `dsh run`: the first one stops gracefully and leaves a balanced session file;
+//! a second one exits at once.
+
+mod common;
+
+use std::io::Read;
+use std::sync::Arc;
+
+use common::{World, bash, block_on, json_lines, session_id_of, stderr};
+use dsh_session::{CancelCause, EventKind, SessionEvent, TurnEndReason};
+use dsh_testkit::MockResponse;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// The events exactly as they are on disk (no repair), header line skipped.
+fn raw_events(w: &World) -> Vec<Arc<SessionEvent>> {
+    let files = w.session_files();
+    assert_eq!(files.len(), 1);
+    std::fs::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| Arc::new(serde_json::from_str(l).unwrap()))
+        .collect()
+}
+
+fn last_turn_end(events: &[Arc<SessionEvent>]) -> TurnEndReason {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnEnd(t) => Some(t.reason.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+fn signal_during_held_stream(sig: Signal) -> (std::process::Output, World) {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("this answer never finishes").hold_after(3);
+    w.server.push(held);
+    let child = w.spawn(&["run", "--output-format", "stream-json", "wait for it"]);
+    block_on(hold.reached());
+    kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out, w)
+}
+
+#[test]
+fn sigint_during_a_held_stream_exits_130_with_a_balanced_session_file() {
+    let (out, w) = signal_during_held_stream(Signal::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    let lines = json_lines(&out);
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["exitCode"], 130);
+    let on_disk = raw_events(&w);
+    dsh_session::check_balanced(&on_disk).unwrap();
+    assert_eq!(
+        last_turn_end(&on_disk),
+        TurnEndReason::Aborted {
+            reason: CancelCause::User
+        }
+    );
+    // Loading needed no repair: the store returns exactly what was written.
+    let loaded = w.load(&session_id_of(&lines));
+    assert_eq!(loaded.len(), on_disk.len());
+}
+
+#[test]
+fn sigterm_during_a_held_stream_exits_143_with_a_balanced_session_file() {
+    let (out, w) = signal_during_held_stream(Signal::SIGTERM);
+    assert_eq!(out.status.code(), Some(143), "stderr: {}", stderr(&out));
+    let on_disk = raw_events(&w);
+    dsh_session::check_balanced(&on_disk).unwrap();
+    assert_eq!(
+        last_turn_end(&on_disk),
+        TurnEndReason::Aborted {
+            reason: CancelCause::Disposed
+        }
+    );
+}
+
+#[test]
+fn a_second_sigint_exits_without_waiting_for_the_drain() {
+    let w = World::new();
+    let started = w.cwd.path().join("started");
+    let terminated = w.cwd.path().join("terminated");
+    for fifo in [&started, &terminated] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    // The command announces its start and the SIGTERM of the cancel ladder through FIFOs (the
+    // test learns both without sleeping), then keeps running until the ladder's SIGKILL, so
+    // the drain is still in progress when the second signal arrives.
+    let command = format!(
+        "echo started > {s}; trap 'echo term > {t}' TERM; sleep 30; sleep 30",
+        s = started.display(),
+        t = terminated.display()
+    );
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash(&command)));
+    let child = w.spawn(&["run", "stubborn"]);
+    let read = |path: &std::path::Path| {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    assert_eq!(read(&started).trim(), "started");
+    let pid = Pid::from_raw(child.id() as i32);
+    kill(pid, Signal::SIGINT).unwrap();
+    // The first signal was handled: the turn's cancellation reached the command.
+    assert_eq!(read(&terminated).trim(), "term");
+    kill(pid, Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    // The turn never closed on disk; the next load repairs it (the call's outcome is unknown).
+    let on_disk = raw_events(&w);
+    assert!(dsh_session::check_balanced(&on_disk).is_err());
+    let header: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&w.session_files()[0])
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let repaired = w.load(header["id"].as_str().unwrap());
+    dsh_session::check_balanced(&repaired).unwrap();
+    assert_eq!(last_turn_end(&repaired), TurnEndReason::Interrupted);
+}

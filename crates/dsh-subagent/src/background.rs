@@ -107,20 +107,22 @@ impl BackgroundRun {
 
     /// Records the end (first wins) and says whether the owner should get a notice: not when
     /// the result was already handed over, a waiter will hand it over, or the owner is gone.
+    /// Waiters are released by [`close`](Self::close), once the notice (if any) is delivered.
     pub(crate) fn settle(&self, outcome: SubagentOutcome) -> bool {
-        let notify = {
-            let mut state = self.state.lock();
-            if state.outcome.is_some() {
-                return false;
-            }
-            state.outcome = Some(outcome);
-            if state.waiting > 0 {
-                state.reported = true;
-            }
-            !state.reported && !state.owner_gone
-        };
+        let mut state = self.state.lock();
+        if state.outcome.is_some() {
+            return false;
+        }
+        state.outcome = Some(outcome);
+        if state.waiting > 0 {
+            state.reported = true;
+        }
+        !state.reported && !state.owner_gone
+    }
+
+    /// The run is over and its notice delivered: releases every waiter.
+    pub(crate) fn close(&self) {
         self.done.send_replace(true);
-        notify
     }
 
     /// Kill requested: stop the run and suppress its notice (the owner asked for it).
@@ -144,7 +146,7 @@ impl BackgroundRun {
         self.stop.cancel();
     }
 
-    /// Resolves once the run has ended.
+    /// Resolves once the run has ended and its end was announced (or not) to the owner.
     pub(crate) async fn done(&self) {
         let mut rx = self.done.subscribe();
         // The sender lives in `self`, so it outlives this borrow.

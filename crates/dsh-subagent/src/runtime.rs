@@ -219,6 +219,7 @@ impl SubagentRuntime {
             release_owner_effect(&run);
             run.owner_gone();
             drop(finish(spawned, &run.stop).await);
+            run.close();
             return Err(SubagentError::Closed);
         }
         Ok(id)
@@ -257,6 +258,7 @@ impl Inner {
         if run.settle(outcome.clone()) {
             self.notify(&run, &outcome);
         }
+        run.close();
     }
 
     /// Announces the end of `run` to its owner if the owner is still the live agent it was.

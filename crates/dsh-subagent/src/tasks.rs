@@ -67,9 +67,9 @@ impl SubagentRuntime {
         Ok(self.fenced(id, caller)?.snapshot(true))
     }
 
-    /// Waits until the run ends, `cancel` fires, or `timeout` passes, then reads it like
-    /// [`read`](Self::read). A run that ends while a waiter is present sends no notice: the
-    /// waiter hands the result over.
+    /// Waits until the run is over (its end recorded and any notice delivered), `cancel`
+    /// fires, or `timeout` passes, then reads it like [`read`](Self::read). A run that ends
+    /// while a waiter is present sends no notice: the waiter hands the result over.
     pub async fn wait(
         &self,
         id: &SubagentTaskId,

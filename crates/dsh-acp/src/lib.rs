@@ -20,6 +20,7 @@
 
 mod bridge;
 mod errors;
+mod hangup;
 mod list;
 mod modes;
 mod open;

@@ -24,6 +24,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::Bridge;
 use crate::errors::{AcpError, invalid};
+use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::settle::settle;
@@ -39,7 +40,8 @@ use crate::{list, open, prompt, replay, teardown};
 /// protocol frames: the bridge never writes anything else there and logs through `tracing`,
 /// so the front end must route tracing to stderr.
 ///
-/// When `input` reaches end of file (or the connection fails), every bridge-owned session is
+/// When `input` reaches end of file (the client hung up; frames that can no longer be written
+/// then are not an error) or the connection fails, every bridge-owned session is
 /// cancelled (`user`), drained, and disposed — afterwards no agent and no session-store entry of
 /// the bridge remains, and each persisted session ends balanced with its last turn `aborted`.
 /// Other sessions of the process are untouched.
@@ -57,11 +59,22 @@ where
     W: tokio::io::AsyncWrite + Send + 'static,
 {
     let bridge = Bridge::new(&ctx, options)?;
+    let hangup = Hangup::default();
+    let input = WatchedInput::new(input, hangup.clone());
+    let output = WatchedOutput::new(output, hangup.clone());
     let transport = ByteStreams::new(output.compat_write(), input.compat());
-    let served = connection(&bridge).connect_to(transport).await;
-    if let Err(error) = &served {
-        tracing::warn!(%error, "ACP connection ended with an error");
-    }
+    let served = match connection(&bridge).connect_to(transport).await {
+        // Frames still in flight when an editor quits fail to write: that is its goodbye.
+        Err(error) if hangup.happened() => {
+            tracing::debug!(%error, "the ACP client hung up with frames in flight");
+            Ok(())
+        }
+        Err(error) => {
+            tracing::warn!(%error, "ACP connection ended with an error");
+            Err(error)
+        }
+        Ok(()) => Ok(()),
+    };
     teardown::quiesce(&bridge).await;
     served.map_err(AcpError::Transport)
 }

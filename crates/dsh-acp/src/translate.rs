@@ -389,6 +389,202 @@ pub(crate) fn describe_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use async_trait::async_trait;
+    use dsh_kernel::Context;
+    use dsh_session::{EventDraft, Message, Session, SessionHeader, SessionMeta};
+    use dsh_tools::{ToolCallContext, ToolError, ToolOutput};
+
+    /// A shell-like tool presenting its calls as terminal cards.
+    struct Shell;
+
+    #[async_trait]
+    impl Tool for Shell {
+        fn name(&self) -> &str {
+            "sh"
+        }
+        fn description(&self) -> &str {
+            "runs"
+        }
+        fn parameters(&self) -> Value {
+            serde_json::json!({"type": "object"})
+        }
+        async fn execute(&self, _: Value, _: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text(""))
+        }
+        fn present_call(&self, args: &Value) -> Option<ToolPresentation> {
+            Some(ToolPresentation::Terminal {
+                command: str_arg(args, "cmd")?.to_owned(),
+                output: None,
+                exit: None,
+            })
+        }
+        fn present_result(
+            &self,
+            args: &Value,
+            result: &ToolCallResult,
+        ) -> Option<ToolPresentation> {
+            Some(ToolPresentation::Terminal {
+                command: str_arg(args, "cmd")?.to_owned(),
+                output: Some(result.text()),
+                exit: Some(3),
+            })
+        }
+    }
+
+    /// Events as the loop logs them, with seqs assigned by a real session.
+    fn logged(kinds: Vec<EventKind>) -> Vec<Arc<SessionEvent>> {
+        let session = Session::new(
+            SessionHeader::new("s".into(), 0, SessionMeta::default()),
+            None,
+        )
+        .unwrap();
+        session
+            .append(EventKind::TurnStart(dsh_session::TurnStart { turn: 1 }))
+            .unwrap();
+        session
+            .append(EventKind::StepStart(dsh_session::StepBoundary {
+                turn: 1,
+                step: 1,
+            }))
+            .unwrap();
+        kinds
+            .into_iter()
+            .map(|k| session.append_draft(EventDraft::new(k)).unwrap())
+            .collect()
+    }
+
+    fn call(id: &str, name: &str, args: Value) -> EventKind {
+        EventKind::ToolCall(ToolCall {
+            turn: 1,
+            step: 1,
+            call_id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        })
+    }
+
+    fn result(id: &str, text: &str, is_error: bool) -> EventKind {
+        EventKind::ToolResult(ToolResult {
+            turn: 1,
+            step: 1,
+            message: Arc::new(Message::tool_result(
+                id.into(),
+                vec![ContentBlock::text(text)],
+                is_error,
+            )),
+            error: None,
+            meta: None,
+        })
+    }
+
+    fn translator() -> Translator {
+        let ctx = Context::new();
+        let tools = ToolRuntime::new(&ctx);
+        let _ = tools.register(&ctx, Arc::new(Shell)).unwrap();
+        let mut t = Translator::new(tools);
+        t.bind(None, Some(PathBuf::from("/work/space")));
+        t
+    }
+
+    fn translate_all(t: &mut Translator, kinds: Vec<EventKind>) -> Vec<SessionUpdate> {
+        logged(kinds)
+            .iter()
+            .flat_map(|e| t.translate(e, Source::Live))
+            .collect()
+    }
+
+    #[test]
+    fn edit_calls_show_the_change_as_a_diff_at_the_workspace_path() {
+        let mut t = translator();
+        let updates = translate_all(
+            &mut t,
+            vec![
+                call(
+                    "c1",
+                    "edit",
+                    serde_json::json!({"file_path": "src/a.rs", "old_string": "x", "new_string": "y"}),
+                ),
+                result("c1", "Edited src/a.rs", false),
+            ],
+        );
+        let SessionUpdate::ToolCall(card) = &updates[0] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(card.kind, AcpKind::Other);
+        assert_eq!(
+            card.locations[0].path,
+            PathBuf::from("/work/space/src/a.rs")
+        );
+        let diff = Diff::new("/work/space/src/a.rs", "y").old_text("x".to_owned());
+        assert_eq!(card.content, vec![ToolCallContent::from(diff.clone())]);
+        let SessionUpdate::ToolCallUpdate(done) = &updates[1] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
+        assert_eq!(
+            done.fields.content.as_ref().unwrap()[0],
+            ToolCallContent::from(diff)
+        );
+    }
+
+    #[test]
+    fn write_calls_show_the_new_text_and_a_failure_shows_only_the_error() {
+        let mut t = translator();
+        let updates = translate_all(
+            &mut t,
+            vec![
+                call(
+                    "c1",
+                    "write",
+                    serde_json::json!({"file_path": "/abs/n.txt", "content": "hello"}),
+                ),
+                result("c1", "Error: not read first", true),
+            ],
+        );
+        let SessionUpdate::ToolCall(card) = &updates[0] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(
+            card.content,
+            vec![ToolCallContent::from(Diff::new("/abs/n.txt", "hello"))]
+        );
+        let SessionUpdate::ToolCallUpdate(done) = &updates[1] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(done.fields.status, Some(ToolCallStatus::Failed));
+        assert_eq!(
+            done.fields.content.as_ref().unwrap(),
+            &vec![ToolCallContent::from(text_block("Error: not read first"))]
+        );
+    }
+
+    #[test]
+    fn terminal_tools_title_the_card_with_the_command_and_fence_the_output() {
+        let mut t = translator();
+        let updates = translate_all(
+            &mut t,
+            vec![
+                call("c1", "sh", serde_json::json!({"cmd": "make test"})),
+                result("c1", "1 failed", false),
+            ],
+        );
+        let SessionUpdate::ToolCall(card) = &updates[0] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(
+            (card.title.as_str(), card.kind),
+            ("make test", AcpKind::Execute)
+        );
+        let SessionUpdate::ToolCallUpdate(done) = &updates[1] else {
+            panic!("{updates:?}")
+        };
+        assert_eq!(
+            done.fields.content.as_ref().unwrap(),
+            &vec![ToolCallContent::from(text_block(
+                "```console\n1 failed\n```\nexit code 3"
+            ))]
+        );
+    }
 
     #[test]
     fn retries_are_announced_with_their_number_delay_and_cause() {

@@ -104,7 +104,15 @@ impl Child {
         let status = tokio::time::timeout(deadline, self.process.wait()).await;
         let elapsed = started.elapsed();
         match status {
-            Ok(Ok(status)) => (status.code(), elapsed),
+            Ok(Ok(status)) => {
+                if !status.success() {
+                    eprintln!(
+                        "{}",
+                        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+                    );
+                }
+                (status.code(), elapsed)
+            }
             _ => {
                 let _ = self.process.start_kill();
                 eprintln!(

@@ -312,3 +312,54 @@ async fn new_sessions_are_refused_once_the_prompt_of_a_closed_bridge_is_gone() {
     conn.disconnect().await.unwrap();
     assert!(h.core.registry.list().is_empty());
 }
+
+#[tokio::test]
+async fn a_client_that_hangs_up_with_frames_in_flight_is_a_clean_disconnect() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let h = H::new().await;
+    h.adapter.push(Script::text(&"x".repeat(3000)));
+    // A tiny pipe, and a raw client that stops reading once the prompt is sent, so the
+    // bridge's frames pile up unwritten when the client goes away.
+    let (client_io, server_io) = tokio::io::duplex(1024);
+    let (sr, sw) = tokio::io::split(server_io);
+    let server = tokio::spawn(dsh_acp::serve(h.ctx.clone(), options(), sr, sw));
+    let (cr, mut cw) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(cr).lines();
+    let cwd = serde_json::to_string(&h.cwd).unwrap();
+    let frames = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#
+            .to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"session/new","params":{{"cwd":{cwd},"mcpServers":[]}}}}"#
+        ),
+    ];
+    let mut session = String::new();
+    for (n, frame) in frames.iter().enumerate() {
+        cw.write_all(format!("{frame}\n").as_bytes()).await.unwrap();
+        // Each request is answered before the next is sent (initialize must complete first).
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == n + 1 {
+                if let Some(id) = answer["result"]["sessionId"].as_str() {
+                    session = id.to_owned();
+                }
+                break;
+            }
+        }
+    }
+    cw.write_all(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/prompt\",\"params\":{{\"sessionId\":\"{session}\",\"prompt\":[{{\"type\":\"text\",\"text\":\"go\"}}]}}}}\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    h.adapter.wait_for_requests(1).await;
+    // Gone, without reading a single update.
+    drop(lines);
+    drop(cw);
+    server.await.unwrap().unwrap();
+    assert!(h.core.registry.list().is_empty());
+}

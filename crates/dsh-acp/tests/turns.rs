@@ -79,7 +79,8 @@ async fn a_prompt_streams_message_chunks_and_ends_end_turn() {
     conn.disconnect().await.unwrap();
 }
 
-#[tokio::test]
+// Also on a multi-threaded runtime: nothing in the bridge needs a `LocalSet`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_call_streams_its_card_and_its_completed_update() {
     let h = H::new().await;
     h.adapter
@@ -153,7 +154,8 @@ async fn a_failed_tool_call_updates_its_card_as_failed() {
     conn.disconnect().await.unwrap();
 }
 
-#[tokio::test]
+// Also on a multi-threaded runtime: nothing in the bridge needs a `LocalSet`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_during_a_held_stream_answers_cancelled_with_a_balanced_log() {
     let h = H::new().await;
     h.adapter.push(Script::partial_then_hang("par"));
@@ -254,7 +256,8 @@ async fn a_second_prompt_while_one_is_in_flight_is_rejected_not_queued() {
     conn.disconnect().await.unwrap();
 }
 
-#[tokio::test]
+// Also on a multi-threaded runtime: nothing in the bridge needs a `LocalSet`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sessions_stream_concurrently_and_cancel_independently() {
     let h = H::new().await;
     let b_gate = Gate::new();

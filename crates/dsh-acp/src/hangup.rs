@@ -1,0 +1,140 @@
+//! Telling a client that hung up from a connection that failed.
+//!
+//! An editor that quits closes both pipes at once. The bridge still has frames in flight (late
+//! updates, answers to prompts it just cancelled), so the final drain writes into a pipe nobody
+//! reads and fails with `EPIPE`. That is the ordinary end of a session, not a transport failure:
+//! the pipe ends are wrapped so `serve` knows the client went away — its input reached end of
+//! file, or a write found the reader gone — and returns `Ok` after its teardown.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Set once the client has gone away.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Hangup(Arc<AtomicBool>);
+
+impl Hangup {
+    /// Whether the client closed its end (input at end of file, or output unreadable).
+    pub(crate) fn happened(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn mark(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// The client's frames; marks the hangup at end of file.
+pub(crate) struct WatchedInput<R> {
+    inner: Pin<Box<R>>,
+    hangup: Hangup,
+}
+
+impl<R: AsyncRead> WatchedInput<R> {
+    pub(crate) fn new(inner: R, hangup: Hangup) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            hangup,
+        }
+    }
+}
+
+impl<R: AsyncRead> AsyncRead for WatchedInput<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = self.inner.as_mut().poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled
+            && buf.filled().len() == before
+            && buf.remaining() > 0
+        {
+            self.hangup.mark();
+        }
+        polled
+    }
+}
+
+/// Our frames; marks the hangup when the reader is gone.
+pub(crate) struct WatchedOutput<W> {
+    inner: Pin<Box<W>>,
+    hangup: Hangup,
+}
+
+impl<W: AsyncWrite> WatchedOutput<W> {
+    pub(crate) fn new(inner: W, hangup: Hangup) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            hangup,
+        }
+    }
+
+    fn watch<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(e)) = &polled
+            && matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::NotConnected
+            )
+        {
+            self.hangup.mark();
+        }
+        polled
+    }
+}
+
+impl<W: AsyncWrite> AsyncWrite for WatchedOutput<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = self.inner.as_mut().poll_write(cx, buf);
+        self.watch(polled)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = self.inner.as_mut().poll_flush(cx);
+        self.watch(polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = self.inner.as_mut().poll_shutdown(cx);
+        self.watch(polled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn end_of_input_and_a_vanished_reader_are_hangups() {
+        let (a, b) = tokio::io::duplex(64);
+        let hangup = Hangup::default();
+        let mut input = WatchedInput::new(a, hangup.clone());
+        drop(b);
+        let mut buf = [0u8; 8];
+        assert_eq!(input.read(&mut buf).await.unwrap(), 0);
+        assert!(hangup.happened());
+
+        let (a, b) = tokio::io::duplex(64);
+        let hangup = Hangup::default();
+        let mut output = WatchedOutput::new(a, hangup.clone());
+        output.write_all(b"x").await.unwrap();
+        assert!(!hangup.happened());
+        drop(b);
+        assert!(output.write_all(b"y").await.is_err());
+        assert!(hangup.happened());
+    }
+}

@@ -153,6 +153,11 @@ impl BackgroundRun {
         let _ = rx.wait_for(|done| *done).await;
     }
 
+    /// Whether the run is over and its notice decided (see [`close`](Self::close)).
+    pub(crate) fn is_closed(&self) -> bool {
+        *self.done.borrow()
+    }
+
     /// Marks a waiter present for the duration of the returned guard.
     pub(crate) fn waiter(&self) -> Waiter<'_> {
         self.state.lock().waiting += 1;

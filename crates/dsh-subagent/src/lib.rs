@@ -17,9 +17,13 @@
 //!   cancellation: cancelling an agent cancels every agent it owns with cause `parent`.
 //! - The tools `subagent`, `subagent_output` and `subagent_kill`, and [`SubagentPlugin`],
 //!   which mounts them (and the runtime when none is provided).
-//! - A child never blocks on an approval nobody can answer: its setup rewrites
-//!   `tools/pre-execute` `Ask` by the [`ChildApprovals`] policy (deny by default) and adds a
-//!   prompt section telling it to end with a final report.
+//! - A child never blocks on an approval nobody can answer: `tools/pre-execute` `Ask` is
+//!   rewritten for live children by the [`ChildApprovals`] policy (deny by default), by a
+//!   global listener the runtime registers (so provide the runtime — mount the plugin —
+//!   before any approval policy) and by one in the child's own unpublished setup, which also
+//!   adds a prompt section telling the child to end with a final report.
+//! - Headless front ends await [`SubagentRuntime::when_quiet`] before reading the final
+//!   answer, so background results are not cut off.
 //! - [`SubagentOutcome`]: how a child ended, read from its log. A child that fails is an
 //!   error result for the parent, never a crash.
 

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_agent::{AgentRef, AgentStatus};
 use dsh_session::SessionId;
 use tokio_util::sync::CancellationToken;
 
@@ -101,6 +102,36 @@ impl SubagentRuntime {
             Ok(KillOutcome::Requested)
         } else {
             Ok(KillOutcome::AlreadyFinished(run.snapshot(true)))
+        }
+    }
+
+    /// Resolves once `agent` is idle and owns no live background run: every run it started
+    /// has ended and its notice was delivered, and whatever turns those notices woke have
+    /// finished. A headless front end awaits this (instead of `when_idle` alone) before it
+    /// reads the final answer, so results of background subagents are not cut off by the
+    /// agent's disposal.
+    pub async fn when_quiet(&self, agent: &AgentRef) {
+        loop {
+            agent.when_idle().await;
+            let live: Vec<Arc<BackgroundRun>> = self
+                .inner()
+                .runs
+                .lock()
+                .list
+                .iter()
+                .filter(|run| run.owner == *agent.id() && !run.is_closed())
+                .cloned()
+                .collect();
+            if live.is_empty() {
+                // A notice delivered before the last run closed may have woken the agent.
+                if agent.status() == AgentStatus::Idle {
+                    return;
+                }
+                continue;
+            }
+            for run in live {
+                run.done().await;
+            }
         }
     }
 

@@ -297,3 +297,31 @@ async fn background_runs_and_their_owners_survive_a_remount_of_the_tools_plugin(
         .await;
     assert_eq!(own.text(), "child result\n\n[status: completed]");
 }
+
+#[tokio::test]
+async fn when_quiet_waits_for_owned_runs_and_the_turns_their_notices_wake() {
+    let h = split_harness().await;
+    let gate = Gate::new();
+    let parent = started(&h, &gate).await;
+    h.script(Script::text("the child found it"));
+    let listed = h.runtime.list(parent.id());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, SubagentTaskStatus::Running);
+    let mut quiet = Box::pin(h.runtime.when_quiet(&parent));
+    assert!(
+        futures::poll!(&mut quiet).is_pending(),
+        "a run is still live"
+    );
+    gate.release();
+    quiet.await;
+    assert_eq!(parent.status(), AgentStatus::Idle);
+    assert_eq!(
+        turn_ends(&parent),
+        [TurnEndReason::Completed, TurnEndReason::Completed],
+        "the notice's turn finished before when_quiet resolved"
+    );
+    assert!(matches!(
+        h.runtime.list(parent.id())[0].status,
+        SubagentTaskStatus::Finished(_)
+    ));
+}

@@ -154,3 +154,39 @@ async fn is_owned_by_reports_the_live_relation_of_a_background_child() {
     assert!(!h.core.registry.is_owned_by(child.id(), &parent));
     assert!(h.core.registry.get(child.id()).is_none());
 }
+
+#[tokio::test]
+async fn the_cascade_reaches_every_generation_below_the_cancelled_agent() {
+    let h = harness().await;
+    h.script(Script::tool_call(
+        "r1",
+        "subagent",
+        &subagent_args("level one"),
+    ))
+    .script(Script::tool_call(
+        "k1",
+        "subagent",
+        &subagent_args("level two"),
+    ))
+    .script(Script::partial_then_hang("grandchild working"));
+    let handle = h.parent("root").await;
+    let root = handle.agent().clone();
+    root.followup(Message::user_text("go")).unwrap();
+    h.adapter.wait_for_requests(3).await;
+    let generations = h.children();
+    let (child, grandchild) = (generations[0].clone(), generations[1].clone());
+    until(&grandchild, is("assistant/chunk")).await;
+    assert!(h.core.registry.is_owned_by(grandchild.id(), &child));
+    assert!(!h.core.registry.is_owned_by(grandchild.id(), &root));
+
+    root.cancel(CancelCause::User, CancelOptions::default());
+    root.when_idle().await;
+
+    assert_eq!(turn_ends(&grandchild), [aborted(CancelCause::Parent)]);
+    assert_eq!(turn_ends(&child), [aborted(CancelCause::Parent)]);
+    assert_eq!(turn_ends(&root), [aborted(CancelCause::User)]);
+    for agent in [&root, &child, &grandchild] {
+        assert_balanced(agent);
+    }
+    assert_eq!(h.core.registry.list().len(), 1, "only the root is left");
+}

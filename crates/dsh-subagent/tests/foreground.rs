@@ -308,3 +308,31 @@ async fn an_allow_policy_runs_the_childs_guarded_tool_without_asking() {
     assert!(approver.asked.lock().is_empty());
     assert_eq!(result_of(&h.children()[0], "g1").0, "guarded ran");
 }
+
+#[tokio::test]
+async fn the_answer_is_the_last_non_empty_assistant_text_of_the_run() {
+    let h = harness().await;
+    h.script(Script::tool_call(
+        "c1",
+        "subagent",
+        &subagent_args("look around"),
+    ))
+    .script(Script::text_then_tool_call(
+        "let me check first",
+        "t1",
+        "subagent_output",
+        r#"{"task_id": "subagent-7"}"#,
+    ))
+    .script(Script::text("final report: nothing there"))
+    .script(Script::text("parent done"));
+    let handle = h.parent("p").await;
+    let parent = handle.agent().clone();
+    parent.followup(Message::user_text("go")).unwrap();
+    parent.when_idle().await;
+    assert_eq!(result_of(&parent, "c1").0, "final report: nothing there");
+    let child = h.children()[0].clone();
+    assert_eq!(
+        result_of(&child, "t1").0,
+        "Error: unknown subagent task subagent-7"
+    );
+}

@@ -41,6 +41,11 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
                 return 1;
             }
         };
+        if let Err(f) = composed.adapter.ready().await {
+            eprintln!("dsh: provider `{}`: {f}", settings.provider.value);
+            composed.shutdown().await;
+            return 1;
+        }
         let approval = if auto_approve {
             ApprovalPolicy::Never
         } else {

@@ -148,6 +148,12 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
         },
     )
     .await?;
+    // A chat is long-lived: surface a bad provider setting now, not at the first message.
+    composed
+        .adapter
+        .ready()
+        .await
+        .map_err(|f| anyhow::anyhow!("provider `{}`: {f}", settings.provider.value))?;
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let sink = output_sink(&composed, current.clone(), printer.clone())?;
 

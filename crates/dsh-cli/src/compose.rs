@@ -19,7 +19,7 @@ use dsh_agent::{
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_kernel::{BoxError, Context, PluginHandle};
 use dsh_llm::{AdapterRegistration, ModelInfo};
-use dsh_llm_openai::{ApiKeySource, OpenAiAdapter, OpenAiAdapterConfig};
+use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
@@ -29,6 +29,7 @@ use futures::FutureExt;
 
 use crate::config::{ProviderKind, ProviderSettings, Settings, Source};
 use crate::instructions;
+use crate::lazy_adapter::LazyAdapter;
 
 /// The persona every dsh coding agent gets (`{{model}}` and `{{cwd}}` are the agent's own).
 pub const PERSONA: &str = "You are a coding agent powered by {{model}}, working directory {{cwd}}.";
@@ -78,14 +79,18 @@ pub struct Composed {
     pub executor: Arc<LocalShellExecutor>,
     /// The settings it was composed from.
     pub settings: Settings,
+    /// The provider adapter (built in the background).
+    pub adapter: Arc<LazyAdapter>,
     persistence: PluginHandle,
     tools: PluginHandle,
-    adapter: AdapterRegistration,
+    registration: AdapterRegistration,
 }
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
     let ctx = Context::new();
+    // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
+    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));
     let executor = Arc::new(
         LocalShellExecutor::new(ShellConfig::default()).context("cannot start the shell")?,
     );
@@ -117,9 +122,9 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
     )
     .await
     .context("cannot start the agent loop")?;
-    let adapter = OpenAiAdapter::new(adapter_config(settings.selected()))
-        .with_context(|| format!("cannot configure provider `{}`", settings.provider.value))?
-        .register(&core.llm)
+    let adapter = core
+        .llm
+        .register_adapter(&[settings.provider.value.as_str()], lazy.clone())
         .with_context(|| format!("cannot register provider `{}`", settings.provider.value))?;
     let tools = ctx
         .plugin(BuiltinToolsPlugin)
@@ -136,9 +141,10 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         store,
         executor,
         settings: settings.clone(),
+        adapter: lazy,
         persistence,
         tools,
-        adapter,
+        registration: adapter,
     })
 }
 
@@ -241,7 +247,7 @@ impl Composed {
         self.core.agent_loop.shutdown().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
-        self.adapter.unregister();
+        self.registration.unregister();
         self.executor.dispose().await;
         if let Err(error) = self.store.close().await {
             tracing::error!(%error, "draining session files failed");

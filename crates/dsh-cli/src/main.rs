@@ -3,7 +3,7 @@
 //! Module map: [`cli`] (the command-line surface), [`config`] (file + environment + flags),
 //! [`compose`] (the composition root every front end shares), [`run`] (`dsh run`), [`chat`]
 //! (the interactive driver), [`acp`] (`dsh acp`), [`render`] (session events → terminal text, shared by the
-//! drivers), [`sink`] (event delivery off the agent's thread), [`sessions`], [`instructions`]
+//! drivers), [`sink`] (event delivery off the agent's thread), [`lazy_adapter`], [`sessions`], [`instructions`]
 //! (`AGENTS.md`), [`signals`] and [`logging`].
 
 mod acp;
@@ -12,6 +12,7 @@ mod cli;
 mod compose;
 mod config;
 mod instructions;
+mod lazy_adapter;
 mod logging;
 mod render;
 mod run;

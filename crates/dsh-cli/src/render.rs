@@ -49,6 +49,9 @@ impl Renderer {
                     self.text(&mut out, text);
                 }
             }
+            // A finished (or interrupted) message ends its line, so the next step's text or a
+            // steered reply starts on a fresh one.
+            EventKind::AssistantMessage(_) if self.mode == Mode::Live => self.newline(&mut out),
             EventKind::AssistantMessage(m) if self.mode == Mode::Transcript => {
                 let text = m.message.text();
                 if !text.trim().is_empty() {

@@ -1,0 +1,109 @@
+//! The provider adapter, registered at once and built in the background.
+//!
+//! Building [`OpenAiAdapter`]'s HTTP client reads and parses every system root certificate:
+//! several milliseconds, more than everything else dsh does before its first request. Nothing
+//! needs the client until that request, so [`LazyAdapter`] registers the route immediately
+//! (its metadata comes from the configuration alone) and builds the client on a blocking
+//! thread while the agent is created and its session made durable. The first `stream` waits
+//! for the build; later ones find it done.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_llm::retry::RetryPolicy;
+use dsh_llm::{Adapter, ChunkStream, FailureCode, GenerateOptions, LlmFailure, ModelInfo};
+use dsh_llm_openai::{OpenAiAdapter, OpenAiAdapterConfig};
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+type Built = Result<Arc<OpenAiAdapter>, LlmFailure>;
+
+/// An [`OpenAiAdapter`] whose construction runs in the background.
+pub struct LazyAdapter {
+    config: OpenAiAdapterConfig,
+    built: Shared<BoxFuture<'static, Built>>,
+}
+
+impl LazyAdapter {
+    /// Starts building the adapter for `config` (needs a tokio runtime).
+    pub fn spawn(config: OpenAiAdapterConfig) -> Self {
+        let building = tokio::task::spawn_blocking({
+            let config = config.clone();
+            move || OpenAiAdapter::new(config)
+        });
+        let built = async move {
+            match building.await {
+                Ok(Ok(adapter)) => Ok(Arc::new(adapter)),
+                Ok(Err(e)) => Err(e.failure),
+                Err(e) => Err(LlmFailure::new(
+                    FailureCode::Transport,
+                    format!("building the HTTP client failed: {e}"),
+                )),
+            }
+        }
+        .boxed()
+        .shared();
+        Self { config, built }
+    }
+
+    /// Waits for the build; a failure names what is wrong with the provider's settings.
+    pub async fn ready(&self) -> Result<(), LlmFailure> {
+        self.built.clone().await.map(|_| ())
+    }
+}
+
+#[async_trait]
+impl Adapter for LazyAdapter {
+    fn retry_policy(&self, _provider: &str) -> Option<RetryPolicy> {
+        self.config.retry_policy.clone()
+    }
+
+    fn list_models(&self, _provider: &str) -> Vec<ModelInfo> {
+        self.config
+            .models
+            .iter()
+            .map(|m| self.config.model_info(&m.id))
+            .collect()
+    }
+
+    async fn resolve_model(
+        &self,
+        _provider: &str,
+        model: &str,
+        _cancel: &CancellationToken,
+    ) -> Result<ModelInfo, LlmFailure> {
+        Ok(self.config.model_info(model))
+    }
+
+    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+        let built = self.built.clone();
+        let mut options = Some(options);
+        futures::stream::once(built)
+            .flat_map(move |built| match (built, options.take()) {
+                (Ok(adapter), Some(options)) => adapter.stream(options),
+                (Err(failure), _) => futures::stream::iter([Err(failure)]).boxed(),
+                // `once` yields exactly one item, so the options are always still there.
+                (Ok(_), None) => futures::stream::empty().boxed(),
+            })
+            .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use dsh_llm_openai::ApiKeySource;
+
+    #[tokio::test]
+    async fn metadata_needs_no_client_and_a_bad_url_fails_the_build() {
+        let config = OpenAiAdapterConfig::deepseek("not a url", ApiKeySource::NotRequired);
+        let lazy = LazyAdapter::spawn(config);
+        assert!(!lazy.list_models("deepseek").is_empty());
+        assert!(lazy.retry_policy("deepseek").is_some());
+        let failure = lazy.ready().await.unwrap_err();
+        assert!(failure.message.contains("not a url"), "{failure}");
+    }
+}

@@ -2,8 +2,9 @@
 //!
 //! Every front end of the binary (`dsh run`, the interactive chat, `dsh acp`) starts from
 //! [`compose`], so they agree on what an agent is: the core services (`mount_core`), the
-//! selected provider's adapter, the local shell executor, the builtin tools, JSONL persistence
-//! under `$DSH_HOME/sessions`, the persona and, per agent, its workspace's `AGENTS.md`.
+//! selected provider's adapter, the local shell executor, the builtin tools, subagents, JSONL
+//! persistence under `$DSH_HOME/sessions`, the persona and, per agent, its workspace's
+//! `AGENTS.md`.
 //! [`Composed::shutdown`] unwinds it in the order durability needs.
 
 use std::path::Path;
@@ -24,6 +25,7 @@ use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
 use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
+use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 use futures::FutureExt;
 
@@ -83,6 +85,7 @@ pub struct Composed {
     pub adapter: Arc<LazyAdapter>,
     persistence: PluginHandle,
     tools: PluginHandle,
+    subagents: PluginHandle,
     registration: AdapterRegistration,
 }
 
@@ -130,6 +133,10 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(BuiltinToolsPlugin)
         .await
         .context("cannot mount the builtin tools")?;
+    let subagents = ctx
+        .plugin(SubagentPlugin::new(SubagentConfig::default()))
+        .await
+        .context("cannot mount subagents")?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -144,6 +151,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         adapter: lazy,
         persistence,
         tools,
+        subagents,
         registration: adapter,
     })
 }
@@ -239,12 +247,22 @@ impl Composed {
         self.core.registry.resume(&self.ctx, options).await
     }
 
+    /// Resolves once `agent` is idle and owns no live background subagent, so a headless run's
+    /// final answer includes what its background children reported.
+    pub async fn when_quiet(&self, agent: &dsh_agent::AgentRef) {
+        match SubagentRuntime::of(&self.ctx) {
+            Some(runtime) => runtime.when_quiet(agent).await,
+            None => agent.when_idle().await,
+        }
+    }
+
     /// Tears everything down in the order durability needs: every agent stopped, drained and
-    /// flushed (while persistence still listens), then the tools, the core services, the
-    /// adapter, the shell (killing anything left running) and finally persistence, whose
-    /// unmount drains every session writer.
+    /// flushed (while persistence still listens), then subagent runs, the tools, the core
+    /// services, the adapter, the shell (killing anything left running) and finally
+    /// persistence, whose unmount drains every session writer.
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
+        self.subagents.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

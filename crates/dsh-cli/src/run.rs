@@ -200,7 +200,7 @@ async fn drive(
         return 1;
     }
     let stop = tokio::select! {
-        () = agent.when_idle() => None,
+        () = composed.when_quiet(&agent) => None,
         stop = signals.first() => Some(stop),
     };
     if let Some(stop) = stop {

@@ -261,10 +261,9 @@ fn agents_md_and_the_persona_reach_the_system_prompt() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert!(
-        tools.contains(&"bash") && tools.contains(&"read"),
-        "{tools:?}"
-    );
+    for tool in ["bash", "read", "write", "edit", "glob", "grep", "subagent"] {
+        assert!(tools.contains(&tool), "{tool} missing from {tools:?}");
+    }
 }
 
 #[test]

@@ -207,7 +207,10 @@ async fn drive(
         drain(&handle, &agent, stop).await;
     }
     signals.exit_on_next();
-    if let Err(error) = composed.core.store.flush(agent.session()).await {
+    // A disposed agent (SIGTERM) already flushed its session while detaching it.
+    if agent.session().is_attached()
+        && let Err(error) = composed.core.store.flush(agent.session()).await
+    {
         tracing::warn!(%error, "flushing the session failed");
     }
     let outcome = Outcome::of(&agent.session().events_from(first_seq));

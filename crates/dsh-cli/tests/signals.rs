@@ -51,6 +51,7 @@ fn signal_during_held_stream(sig: Signal) -> (std::process::Output, World) {
 fn sigint_during_a_held_stream_exits_130_with_a_balanced_session_file() {
     let (out, w) = signal_during_held_stream(Signal::SIGINT);
     assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    assert_eq!(stderr(&out), "", "a graceful stop logs nothing");
     let lines = json_lines(&out);
     let result = lines.last().unwrap();
     assert_eq!(result["type"], "result");
@@ -72,6 +73,7 @@ fn sigint_during_a_held_stream_exits_130_with_a_balanced_session_file() {
 fn sigterm_during_a_held_stream_exits_143_with_a_balanced_session_file() {
     let (out, w) = signal_during_held_stream(Signal::SIGTERM);
     assert_eq!(out.status.code(), Some(143), "stderr: {}", stderr(&out));
+    assert_eq!(stderr(&out), "", "a graceful stop logs nothing");
     let on_disk = raw_events(&w);
     dsh_session::check_balanced(&on_disk).unwrap();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! `session/list`: the sessions an editor can load, newest first.
 //!
-//! Stored sessions come from the persistence headers when persistence is mounted; the bridge's
+//! Stored sessions come from the persistence listing (headers plus the first prompt and the
+//! last activity, read cheaply) when persistence is mounted; the bridge's
 //! own live sessions are listed too (a new session has no stored event yet), with the live
 //! view preferred for a session that is both. Only sessions with an absolute working directory
 //! are listed: an editor cannot place any other.
@@ -27,18 +28,21 @@ struct Row {
     updated_ms: u64,
 }
 
-/// The first prompt a person typed, folded to one line and cut to [`TITLE_CHARS`].
+/// A prompt folded to one line and cut to [`TITLE_CHARS`].
+fn title(prompt: &str) -> Option<String> {
+    let folded = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut title: String = folded.chars().take(TITLE_CHARS).collect();
+    if folded.chars().count() > TITLE_CHARS {
+        title.push('…');
+    }
+    (!title.is_empty()).then_some(title)
+}
+
+/// The first prompt a person typed in a live session.
 fn title_of(session: &Session) -> Option<String> {
     session.with_events(|events| {
         events.iter().find_map(|e| match &e.kind {
-            EventKind::UserMessage(m) if m.source == MessageSource::User => {
-                let folded = m.text().split_whitespace().collect::<Vec<_>>().join(" ");
-                let mut title: String = folded.chars().take(TITLE_CHARS).collect();
-                if folded.chars().count() > TITLE_CHARS {
-                    title.push('…');
-                }
-                (!title.is_empty()).then_some(title)
-            }
+            EventKind::UserMessage(m) if m.source == MessageSource::User => title(&m.text()),
             _ => None,
         })
     })
@@ -82,11 +86,12 @@ pub(crate) async fn list_sessions(
         });
     }
     if let Some(persistence) = bridge.ctx.get::<dyn Persistence>() {
-        let headers = persistence
-            .list()
+        let listings = persistence
+            .listings()
             .await
             .map_err(|e| internal(format!("cannot list stored sessions: {}", chain(&e))))?;
-        for header in headers {
+        for listing in listings {
+            let header = listing.header;
             if seen.contains(&header.id) {
                 continue;
             }
@@ -94,8 +99,8 @@ pub(crate) async fn list_sessions(
             rows.push(Row {
                 id: header.id,
                 cwd,
-                title: None,
-                updated_ms: header.created_at,
+                title: listing.first_prompt.as_deref().and_then(title),
+                updated_ms: listing.last_activity,
             });
         }
     }

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, SessionUpdate,
@@ -232,9 +230,14 @@ async fn session_load_replays_the_stored_conversation_then_continues_live() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
     second.disconnect().await.unwrap();
-    let stored = h.store.as_ref().unwrap().events(&id);
-    let stored: Vec<_> = stored.into_iter().map(Arc::new).collect();
+    // The file is balanced and holds both turns.
+    let stored = h.stored(&id).await;
     dsh_session::check_balanced(&stored).unwrap();
+    let turns = stored
+        .iter()
+        .filter(|e| matches!(e.kind, dsh_session::EventKind::TurnEnd(_)))
+        .count();
+    assert_eq!(turns, 2);
 }
 
 #[tokio::test]
@@ -289,6 +292,12 @@ async fn session_list_shows_live_and_stored_sessions_newest_first() {
     assert!(ids.contains(&stored) && ids.contains(&live), "{ids:?}");
     assert!(listed.sessions.iter().all(|s| s.cwd == second.cwd));
     assert!(listed.sessions.iter().all(|s| s.updated_at.is_some()));
+    let stored_row = listed
+        .sessions
+        .iter()
+        .find(|s| *s.session_id.0 == *stored)
+        .unwrap();
+    assert_eq!(stored_row.title.as_deref(), Some("the stored one"));
     let filtered = second
         .cx
         .send_request(ListSessionsRequest::new().cwd(std::path::PathBuf::from("/elsewhere")))
@@ -362,4 +371,33 @@ async fn a_client_that_hangs_up_with_frames_in_flight_is_a_clean_disconnect() {
     drop(cw);
     server.await.unwrap().unwrap();
     assert!(h.core.registry.list().is_empty());
+}
+
+#[tokio::test]
+async fn disconnect_leaves_every_stored_session_balanced_with_its_last_turn_aborted() {
+    let h = H::persistent().await;
+    h.adapter
+        .push(Script::text("done"))
+        .push(Script::partial_then_hang("half"));
+    let mut conn = h.connect(options()).await;
+    let id = conn.session().await;
+    assert_eq!(
+        conn.prompt_now(&id, "first").await.unwrap(),
+        StopReason::EndTurn
+    );
+    let _held = conn.prompt(&id, "second");
+    conn.wait_update(&id, |u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .await;
+    conn.disconnect().await.unwrap();
+    // What is on disk after the editor went away.
+    let stored = h.stored(&id).await;
+    dsh_session::check_balanced(&stored).unwrap();
+    let ends: Vec<_> = stored
+        .iter()
+        .filter_map(|e| match &e.kind {
+            dsh_session::EventKind::TurnEnd(t) => Some(t.reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![TurnEndReason::Completed, aborted_by_user()]);
 }

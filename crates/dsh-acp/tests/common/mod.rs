@@ -4,7 +4,6 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,11 +21,11 @@ use async_trait::async_trait;
 use dsh_acp::{AcpError, AcpOptions};
 use dsh_agent::{AgentOptions, AgentRef};
 use dsh_agent_loop::{Core, CoreConfig, mount_core};
-use dsh_kernel::{BoxError, Context, Plugin};
+use dsh_kernel::Context;
 use dsh_session::{
-    EventKind, Persistence, PersistenceError, Session, SessionCreated, SessionEvent,
-    SessionEventFired, SessionHeader, SessionId, StoredSession, TurnEndReason, check_balanced,
+    EventKind, Persistence, Session, SessionEvent, SessionId, TurnEndReason, check_balanced,
 };
+use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_testkit::ScriptedAdapter;
 use dsh_tools::{Tool, ToolCallContext, ToolError, ToolOutput};
 use parking_lot::Mutex;
@@ -54,7 +53,8 @@ pub struct H {
     pub ctx: Context,
     pub core: Core,
     pub adapter: Arc<ScriptedAdapter>,
-    pub store: Option<Arc<MemoryStore>>,
+    /// The JSONL store of [`H::persistent`] and the directory it lives in.
+    pub store: Option<(Arc<JsonlStore>, Arc<tempfile::TempDir>)>,
     pub cwd: PathBuf,
 }
 
@@ -85,7 +85,8 @@ impl H {
         Self::build(false, Some(policy)).await
     }
 
-    /// With an in-memory persistence backend (for `session/load` and `session/list`).
+    /// With the real JSONL persistence under a fresh temporary directory (for `session/load`
+    /// and `session/list`).
     pub async fn persistent() -> H {
         Self::build(true, None).await
     }
@@ -93,9 +94,14 @@ impl H {
     async fn build(persistent: bool, retry: Option<dsh_llm::RetryPolicy>) -> H {
         let ctx = Context::new();
         let store = if persistent {
-            let store = Arc::new(MemoryStore::default());
-            let _ = ctx.plugin(MemoryPersistence(store.clone())).await.unwrap();
-            Some(store)
+            let dir = Arc::new(tempfile::tempdir().unwrap());
+            let store = JsonlStore::new(dir.path().join("sessions"));
+            std::mem::forget(
+                ctx.plugin(JsonlPersistencePlugin::new(store.clone()))
+                    .await
+                    .unwrap(),
+            );
+            Some((store, dir))
         } else {
             None
         };
@@ -128,6 +134,19 @@ impl H {
         let mut conn = Conn::over(cr, cw, self.cwd.clone()).await;
         conn.server = Some(server);
         conn
+    }
+
+    /// The stored log of session `id` (repaired and balanced, as a resume would see it).
+    pub async fn stored(&self, id: &str) -> Vec<Arc<SessionEvent>> {
+        let (store, _) = self.store.as_ref().unwrap();
+        store
+            .load(&SessionId::new(id))
+            .await
+            .unwrap()
+            .events
+            .into_iter()
+            .map(Arc::new)
+            .collect()
     }
 
     pub fn agent(&self, id: &str) -> Option<AgentRef> {
@@ -473,79 +492,5 @@ impl Tool for WaitTool {
         self.started.notify_one();
         self.release.cancelled().await;
         Ok(ToolOutput::text("waited"))
-    }
-}
-
-/// A persistence double: every committed event of every session, kept in memory.
-#[derive(Default)]
-pub struct MemoryStore {
-    sessions: Mutex<HashMap<SessionId, (SessionHeader, Vec<SessionEvent>)>>,
-}
-
-impl MemoryStore {
-    pub fn events(&self, id: &str) -> Vec<SessionEvent> {
-        self.sessions
-            .lock()
-            .get(&SessionId::new(id))
-            .map(|(_, e)| e.clone())
-            .unwrap_or_default()
-    }
-}
-
-#[async_trait]
-impl Persistence for MemoryStore {
-    async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
-        let (header, events) = self
-            .sessions
-            .lock()
-            .get(id)
-            .cloned()
-            .ok_or_else(|| PersistenceError::NotFound { id: id.clone() })?;
-        Ok(StoredSession { header, events })
-    }
-
-    async fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
-        let mut headers: Vec<SessionHeader> = self
-            .sessions
-            .lock()
-            .values()
-            .filter(|(_, e)| !e.is_empty())
-            .map(|(h, _)| h.clone())
-            .collect();
-        headers.sort_by_key(|h| std::cmp::Reverse(h.created_at));
-        Ok(headers)
-    }
-}
-
-struct MemoryPersistence(Arc<MemoryStore>);
-
-impl Plugin for MemoryPersistence {
-    fn name(&self) -> &str {
-        "memory-persistence"
-    }
-
-    async fn apply(&self, ctx: &Context) -> Result<(), BoxError> {
-        ctx.provide::<dyn Persistence>(self.0.clone())?;
-        let store = self.0.clone();
-        let _ = ctx.on::<SessionCreated>(move |session| {
-            // A resumed session already has its stored prefix.
-            store
-                .sessions
-                .lock()
-                .entry(session.id().clone())
-                .or_insert_with(|| {
-                    (
-                        session.header().clone(),
-                        session.events().iter().map(|e| (**e).clone()).collect(),
-                    )
-                });
-        })?;
-        let store = self.0.clone();
-        let _ = ctx.on::<SessionEventFired>(move |notice| {
-            if let Some((_, events)) = store.sessions.lock().get_mut(notice.session.id()) {
-                events.push((*notice.event).clone());
-            }
-        })?;
-        Ok(())
     }
 }

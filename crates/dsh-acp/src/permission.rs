@@ -120,6 +120,9 @@ pub(crate) fn install_policy(
     let _ = ctx.on_waterfall::<ToolsPreExecute, _>(move |call, next| {
         let state = state.clone();
         let mutating = options.is_mutating(&call.name);
+        // The listener hears the agent's descendants too (subagents): they never ask a person
+        // (their own runtime decides), but a read-only session stays read-only all the way down.
+        let own = call.caller.as_ref().is_some_and(|c| c.agent_id == state.id);
         async move {
             let name = call.name.clone();
             let call_id = call.call_id.clone();
@@ -130,13 +133,14 @@ pub(crate) fn install_policy(
                 return Ok(inner);
             }
             Ok(match state.mode() {
-                Mode::Auto => PreExecute::Allow,
                 Mode::ReadOnly => PreExecute::Deny {
                     reason: format!(
                         "the session is in read-only mode: `{name}` may not run; \
                          ask the user to switch modes if it is needed"
                     ),
                 },
+                _ if !own => inner,
+                Mode::Auto => PreExecute::Allow,
                 Mode::Ask if state.is_always_allowed(&name) => PreExecute::Allow,
                 Mode::Ask if asks_through_approver => PreExecute::Ask {
                     reason: Some(format!("`{name}` changes the workspace")),

@@ -53,7 +53,10 @@ impl Inflight {
     /// `agent/inbox/claimed`: the turn that took this prompt.
     pub(crate) fn claimed(&self, message: &MessageId, turn: u64) {
         if *message == self.message_id {
-            self.progress.lock().turn = Some(turn);
+            let mut p = self.progress.lock();
+            p.turn = Some(turn);
+            // Earlier work failed, but the prompt ran after all: its own turn decides.
+            p.agent_error = None;
         }
     }
 
@@ -195,6 +198,25 @@ mod tests {
         assert_eq!(
             ok(ended(TurnEndReason::Completed), true),
             Some(StopReason::Cancelled)
+        );
+    }
+
+    #[test]
+    fn a_prompt_that_runs_after_earlier_work_failed_is_settled_by_its_own_turn() {
+        let inflight = Inflight::new(MessageId::new("m"));
+        inflight.agent_failed(1, &LlmFailure::new(FailureCode::Server, "earlier"));
+        inflight.claimed(&MessageId::new("m"), 2);
+        inflight.turn_ended(2, &TurnEndReason::Completed);
+        assert_eq!(
+            outcome(false, &inflight.progress.lock()).ok(),
+            Some(StopReason::EndTurn)
+        );
+        // Never claimed: the earlier failure is the answer.
+        let parked = Inflight::new(MessageId::new("p"));
+        parked.agent_failed(1, &LlmFailure::new(FailureCode::Server, "earlier"));
+        assert_eq!(
+            outcome(false, &parked.progress.lock()).unwrap_err().message,
+            "turn failed: earlier"
         );
     }
 

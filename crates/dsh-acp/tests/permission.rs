@@ -289,3 +289,70 @@ async fn an_existing_approver_is_kept_and_bridge_sessions_still_ask_their_client
     // The other front end's approver survives the bridge.
     assert!(h.ctx.get::<dyn Approver>().is_some());
 }
+
+/// A child agent (as the subagent runtime builds one) whose routing tag sits under `parent`'s,
+/// so the parent's scoped policies hear its calls.
+async fn child_of(h: &H, parent: &str, id: &str) -> dsh_agent::AgentHandle {
+    let parent = h.agent(parent).unwrap();
+    let parent_tag = parent.ctx().tag().cloned().unwrap();
+    h.core
+        .registry
+        .create(
+            parent.ctx(),
+            dsh_agent::CreateAgentOptions {
+                session_id: Some(id.into()),
+                agent_options: route(),
+                setup: Some(Box::new(move |ctx: dsh_kernel::Context| {
+                    Box::pin(async move {
+                        ctx.tag().unwrap().bind_parent(&parent_tag)?;
+                        Ok(None)
+                    })
+                })),
+                ..dsh_agent::CreateAgentOptions::default()
+            },
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_subagent_of_a_bridge_session_is_not_asked_about_but_read_only_reaches_it() {
+    let h = H::new().await;
+    let tool = TouchTool::default();
+    h.register(tool.clone());
+    let mut conn = h.connect(touching()).await;
+    conn.set_answer(Answer::Select("reject-once"));
+    let id = conn.session().await;
+    // In the ask mode the child's call is left to the child's own policy (none here: it runs),
+    // and no question about it reaches the parent's editor.
+    let child = child_of(&h, &id, "child-1").await;
+    h.adapter
+        .push(Script::tool_call("k1", "touch", "{}"))
+        .push(Script::text("ok"));
+    child
+        .agent()
+        .followup(dsh_session::Message::user_text("work"))
+        .unwrap();
+    child.agent().when_idle().await;
+    assert_eq!(tool.runs(), 1);
+    assert!(conn.asked.try_recv().is_err());
+    child.dispose().await;
+    // A read-only session stays read-only for its children.
+    conn.cx
+        .send_request(SetSessionModeRequest::new(id.clone(), "read-only"))
+        .block_task()
+        .await
+        .unwrap();
+    let child = child_of(&h, &id, "child-2").await;
+    h.adapter
+        .push(Script::tool_call("k2", "touch", "{}"))
+        .push(Script::text("ok"));
+    child
+        .agent()
+        .followup(dsh_session::Message::user_text("work"))
+        .unwrap();
+    child.agent().when_idle().await;
+    assert_eq!(tool.runs(), 1);
+    child.dispose().await;
+    conn.disconnect().await.unwrap();
+}

@@ -17,6 +17,25 @@
 //! - Leak-free disconnect: the bridge holds each session's `AgentHandle` and disposes it, so
 //!   after the client goes away no bridge-owned agent or session-store entry remains, even for
 //!   a `session/new` that raced the close ([`BridgeClosing`] marks the moment).
+//!
+//! A front end composes the core services, then hands the context and its stdio over:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use dsh_acp::{AcpOptions, ApprovalPolicy};
+//! use dsh_agent::AgentOptions;
+//! use dsh_kernel::Context;
+//!
+//! let ctx = Context::new();
+//! let _core = dsh_agent_loop::mount_core(&ctx, Default::default()).await?;
+//! // ... register an adapter, mount the shell, the builtin tools and persistence ...
+//! let options = AcpOptions::new(AgentOptions::route("deepseek", "deepseek-chat"))
+//!     .with_approval(ApprovalPolicy::MutatingTools);
+//! // Route tracing to stderr first: stdout carries protocol frames only.
+//! dsh_acp::serve(ctx, options, tokio::io::stdin(), tokio::io::stdout()).await?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod bridge;
 mod errors;

@@ -430,29 +430,53 @@ impl EventKind {
 
     /// Parses a payload given its type name.
     pub fn from_parts(type_name: &str, data: &str) -> Result<Self, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(data);
+        let kind = Self::deserialize_payload(type_name, &mut de)?;
+        de.end()?;
+        Ok(kind)
+    }
+
+    /// Deserializes the payload of a `type_name` event straight from `d`: one pass, no
+    /// intermediate value, for whichever type the name selects.
+    pub fn deserialize_payload<'de, D: Deserializer<'de>>(
+        type_name: &str,
+        d: D,
+    ) -> Result<Self, D::Error> {
         use names::*;
         Ok(match type_name {
-            TURN_START => Self::TurnStart(serde_json::from_str(data)?),
-            TURN_END => Self::TurnEnd(serde_json::from_str(data)?),
-            STEP_START => Self::StepStart(serde_json::from_str(data)?),
-            STEP_END => Self::StepEnd(serde_json::from_str(data)?),
-            USER_MESSAGE => Self::UserMessage(serde_json::from_str(data)?),
-            ASSISTANT_CHUNK => Self::AssistantChunk(serde_json::from_str(data)?),
-            ASSISTANT_MESSAGE => Self::AssistantMessage(serde_json::from_str(data)?),
-            TOOL_CALL => Self::ToolCall(serde_json::from_str(data)?),
-            TOOL_RESULT => Self::ToolResult(serde_json::from_str(data)?),
-            REQUEST_HEADER => Self::RequestHeader(serde_json::from_str(data)?),
-            REQUEST_CONTEXT => Self::RequestContext(serde_json::from_str(data)?),
+            TURN_START => Self::TurnStart(Deserialize::deserialize(d)?),
+            TURN_END => Self::TurnEnd(Deserialize::deserialize(d)?),
+            STEP_START => Self::StepStart(Deserialize::deserialize(d)?),
+            STEP_END => Self::StepEnd(Deserialize::deserialize(d)?),
+            USER_MESSAGE => Self::UserMessage(Deserialize::deserialize(d)?),
+            ASSISTANT_CHUNK => Self::AssistantChunk(Deserialize::deserialize(d)?),
+            ASSISTANT_MESSAGE => Self::AssistantMessage(Deserialize::deserialize(d)?),
+            TOOL_CALL => Self::ToolCall(Deserialize::deserialize(d)?),
+            TOOL_RESULT => Self::ToolResult(Deserialize::deserialize(d)?),
+            REQUEST_HEADER => Self::RequestHeader(Deserialize::deserialize(d)?),
+            REQUEST_CONTEXT => Self::RequestContext(Deserialize::deserialize(d)?),
             SESSION_END_SEED => {
-                let _: serde_json::Map<String, Value> = serde_json::from_str(data)?;
+                let _: serde_json::Map<String, Value> = Deserialize::deserialize(d)?;
                 Self::SessionEndSeed
             }
-            INBOX_SPLICED => Self::InboxSpliced(serde_json::from_str(data)?),
+            INBOX_SPLICED => Self::InboxSpliced(Deserialize::deserialize(d)?),
             other => Self::Other {
                 type_name: other.to_owned(),
-                data: serde_json::from_str(data)?,
+                data: Deserialize::deserialize(d)?,
             },
         })
+    }
+}
+
+/// Deserializes an event payload once its type is known.
+struct PayloadSeed<'a>(&'a str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PayloadSeed<'_> {
+    type Value = EventKind;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<EventKind, D::Error> {
+        EventKind::deserialize_payload(self.0, d)
+            .map_err(|e| D::Error::custom(format!("invalid `{}` payload: {e}", self.0)))
     }
 }
 
@@ -541,31 +565,73 @@ impl Serialize for SessionEvent {
 
 impl<'de> Deserialize<'de> for SessionEvent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase", deny_unknown_fields)]
-        struct Raw {
-            #[serde(rename = "type")]
-            ty: String,
-            seq: u64,
-            time: u64,
-            data: Box<RawValue>,
-            #[serde(default)]
-            ignorable: bool,
-            #[serde(default)]
-            source_event_seqs: Option<Vec<u64>>,
-            #[serde(default)]
-            surface_op: Option<SurfaceOp>,
+        d.deserialize_map(EventVisitor)
+    }
+}
+
+/// Reads an envelope in one pass when `type` precedes `data` (as every writer of ours emits
+/// it); otherwise the payload is held raw until the type is known.
+struct EventVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EventVisitor {
+    type Value = SessionEvent;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a session event object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SessionEvent, A::Error> {
+        use serde::de::Error as _;
+        let mut ty: Option<String> = None;
+        let mut seq = None;
+        let mut time = None;
+        let mut kind = None;
+        let mut raw: Option<Box<RawValue>> = None;
+        let mut ignorable = false;
+        let mut source_event_seqs = None;
+        let mut surface_op = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "type" => ty = Some(map.next_value()?),
+                "seq" => seq = Some(map.next_value()?),
+                "time" => time = Some(map.next_value()?),
+                "data" => match &ty {
+                    Some(t) => kind = Some(map.next_value_seed(PayloadSeed(t))?),
+                    None => raw = Some(map.next_value()?),
+                },
+                "ignorable" => ignorable = map.next_value()?,
+                "sourceEventSeqs" => source_event_seqs = map.next_value()?,
+                "surfaceOp" => surface_op = map.next_value()?,
+                other => {
+                    return Err(A::Error::unknown_field(
+                        other,
+                        &[
+                            "type",
+                            "seq",
+                            "time",
+                            "data",
+                            "ignorable",
+                            "sourceEventSeqs",
+                            "surfaceOp",
+                        ],
+                    ));
+                }
+            }
         }
-        let raw = Raw::deserialize(d)?;
-        let kind = EventKind::from_parts(&raw.ty, raw.data.get())
-            .map_err(|e| D::Error::custom(format!("invalid `{}` payload: {e}", raw.ty)))?;
+        let ty = ty.ok_or_else(|| A::Error::missing_field("type"))?;
+        let kind = match (kind, raw) {
+            (Some(kind), _) => kind,
+            (None, Some(raw)) => EventKind::from_parts(&ty, raw.get())
+                .map_err(|e| A::Error::custom(format!("invalid `{ty}` payload: {e}")))?,
+            (None, None) => return Err(A::Error::missing_field("data")),
+        };
         Ok(SessionEvent {
-            seq: raw.seq,
-            time: raw.time,
+            seq: seq.ok_or_else(|| A::Error::missing_field("seq"))?,
+            time: time.ok_or_else(|| A::Error::missing_field("time"))?,
             kind,
-            ignorable: raw.ignorable,
-            source_event_seqs: raw.source_event_seqs,
-            surface_op: raw.surface_op,
+            ignorable,
+            source_event_seqs,
+            surface_op,
         })
     }
 }
@@ -625,6 +691,16 @@ mod tests {
         round_trip(
             r#"{"type":"tool/result","seq":8,"time":1,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"x"}],"isError":true}],"source":{"kind":"tool","callId":"c1"}},"error":{"name":"AbortError","code":"ABORTED_BEFORE_DISPATCH"}},"sourceEventSeqs":[4],"surfaceOp":{"op":"replace","start":8,"end":8}}"#,
         );
+    }
+
+    #[test]
+    fn envelopes_with_data_before_type_still_parse() {
+        let ev: SessionEvent =
+            serde_json::from_str(r#"{"data":{"turn":3},"seq":1,"time":2,"type":"turn/start"}"#)
+                .unwrap();
+        assert_eq!(ev.kind, EventKind::TurnStart(TurnStart { turn: 3 }));
+        assert!(serde_json::from_str::<SessionEvent>(r#"{"seq":1,"time":2,"data":{}}"#).is_err());
+        assert!(serde_json::from_str::<SessionEvent>(r#"{"type":"x","seq":1,"time":2}"#).is_err());
     }
 
     #[test]

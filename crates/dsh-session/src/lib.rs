@@ -38,7 +38,9 @@ pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
 pub use message::{ContentBlock, ImageRef, Message, MessageSource, Role};
-pub use persistence::{Persistence, PersistenceError, StoredSession};
+pub use persistence::{
+    Persistence, PersistenceError, SessionListing, SessionLocation, SessionSummary, StoredSession,
+};
 pub use relations::{check_relation, relational_validator};
 pub use repair::{check_balanced, interrupted_turn_closers};
 pub use session::{EventDraft, Session, Validator};

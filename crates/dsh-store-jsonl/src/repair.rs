@@ -12,7 +12,7 @@ use std::path::Path;
 
 use dsh_session::event::{KNOWN_PLUGIN_EVENT_TYPES, REJECTED_LEGACY_TYPES, names};
 use dsh_session::header::HEADER_VERSION;
-use dsh_session::{EventKind, PersistenceError, SessionEvent, SessionHeader, SurfaceOp};
+use dsh_session::{EventKind, PersistenceError, SessionEvent, SessionHeader};
 use memchr::memmem;
 
 /// Damage found after the last committed `turn/end`: what will be dropped.
@@ -132,41 +132,6 @@ pub(crate) fn next_line(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     memchr::memchr(b'\n', bytes).map(|i| (&bytes[..i], &bytes[i + 1..]))
 }
 
-/// The event envelope with its payload borrowed from the line.
-///
-/// dsh-session's `Deserialize` for [`SessionEvent`] copies the payload into a `Box<RawValue>`
-/// before parsing it; borrowing it instead makes loading a long log measurably faster. The
-/// field set and rules are the same, and any line this fast path refuses goes through the
-/// canonical deserializer, so what loads (and what error is reported) does not change.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Envelope<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: std::borrow::Cow<'a, str>,
-    seq: u64,
-    time: u64,
-    #[serde(borrow)]
-    data: &'a serde_json::value::RawValue,
-    #[serde(default)]
-    ignorable: bool,
-    #[serde(default)]
-    source_event_seqs: Option<Vec<u64>>,
-    #[serde(default)]
-    surface_op: Option<SurfaceOp>,
-}
-
-fn parse_fast(text: &str) -> Option<SessionEvent> {
-    let e: Envelope<'_> = serde_json::from_str(text).ok()?;
-    Some(SessionEvent {
-        seq: e.seq,
-        time: e.time,
-        kind: EventKind::from_parts(&e.ty, e.data.get()).ok()?,
-        ignorable: e.ignorable,
-        source_event_seqs: e.source_event_seqs,
-        surface_op: e.surface_op,
-    })
-}
-
 /// Parses one event line (without its newline), or says why it cannot be used.
 pub(crate) fn parse_line(line: &[u8]) -> Result<SessionEvent, String> {
     if memchr::memchr(0, line).is_some() {
@@ -174,10 +139,8 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<SessionEvent, String> {
     }
     // Validating UTF-8 once for the line lets the parser skip per-string validation.
     let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8: {e}"))?;
-    match parse_fast(text) {
-        Some(event) => Ok(event),
-        None => serde_json::from_str(text).map_err(|e| format!("invalid event JSON: {e}")),
-    }
+    // dsh-session's deserializer reads an envelope whose `type` precedes `data` in one pass.
+    serde_json::from_str(text).map_err(|e| format!("invalid event JSON: {e}"))
 }
 
 /// Below this many bytes a log is parsed on the calling thread.
@@ -316,35 +279,11 @@ mod tests {
 
     use super::*;
 
-    /// The fast path must read exactly what dsh-session's deserializer reads.
     #[test]
-    fn the_fast_event_parser_agrees_with_the_canonical_one() {
-        let lines = [
-            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
-            r#"{"type":"turn/end","seq":3,"time":5,"data":{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}}"#,
-            r#"{"type":"session/end-seed","seq":9,"time":1,"data":{}}"#,
-            r#"{"type":"tool/call","seq":4,"time":1,"data":{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{\"command\":\"ls\"}"}}"#,
-            r#"{"type":"llm/retry","seq":7,"time":1,"data":{"z":1,"a":[true,null]},"ignorable":true}"#,
-            r#"{"type":"user/message","seq":2,"time":1,"data":{"id":"m","role":"user","content":[{"type":"text","text":"h\u00e9\n"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
-            r#"{"type":"tool/result","seq":8,"time":1,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"x"}],"isError":true}],"source":{"kind":"tool","callId":"c1"}},"error":{"name":"AbortError","code":"ABORTED_BEFORE_DISPATCH"}},"sourceEventSeqs":[4],"surfaceOp":{"op":"replace","start":8,"end":8}}"#,
-            r#"{"data":{"turn":2},"time":5,"seq":1,"type":"turn/start"}"#,
-            r#"{"type":"tu\u0072n/start","seq":1,"time":5,"data":{"turn":2}}"#,
-        ];
-        for line in lines {
-            let canonical: SessionEvent = serde_json::from_str(line).unwrap();
-            assert_eq!(parse_fast(line).unwrap(), canonical, "{line}");
-            assert_eq!(parse_line(line.as_bytes()).unwrap(), canonical);
-        }
-        let refused = [
-            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":"one"}}"#,
-            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1},"bogus":1}"#,
-            r#"{"type":"turn/start","seq":-1,"time":5,"data":{"turn":1}}"#,
-            r#"{"type":"turn/start","seq":0,"time":5}"#,
-        ];
-        for line in refused {
-            assert!(serde_json::from_str::<SessionEvent>(line).is_err());
-            assert!(parse_fast(line).is_none(), "{line}");
-            assert!(parse_line(line.as_bytes()).is_err());
-        }
+    fn lines_with_nul_bytes_or_bad_utf8_are_refused_with_a_reason() {
+        assert!(parse_line(b"{\"type\"\0}").unwrap_err().contains("NUL"));
+        assert!(parse_line(&[0xff, 0xfe]).unwrap_err().contains("UTF-8"));
+        let ok = br#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#;
+        assert_eq!(parse_line(ok).unwrap().seq, 0);
     }
 }

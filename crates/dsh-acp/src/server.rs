@@ -147,113 +147,112 @@ fn connection(
     Agent,
     impl agent_client_protocol::HandleDispatchFrom<agent_client_protocol::Client> + 'static,
 > {
-    let (b1, b2, b3, b4, b5, b6, b7, b8, b9) = (
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
-        bridge.clone(),
+    let builder = Agent.v1().name("dsh-acp");
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |_request: InitializeRequest, responder, _cx| responder.respond(initialize(&b)),
+        agent_client_protocol::on_receive_request!(),
     );
-    Agent
-        .v1()
-        .name("dsh-acp")
-        .on_receive_request(
-            async move |_request: InitializeRequest, responder, _cx| {
-                responder.respond(initialize(&b1))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |_request: AuthenticateRequest, responder, _cx| {
-                responder.respond(AuthenticateResponse::new())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: NewSessionRequest, responder, cx| {
-                answer(&b2, responder, open::new_session(b2.clone(), request, cx));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: LoadSessionRequest, responder, cx| {
-                answer(
-                    &b3,
-                    responder,
-                    replay::load_session(b3.clone(), request, cx),
-                );
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: ListSessionsRequest, responder, _cx| {
-                answer(&b4, responder, list::list_sessions(b4.clone(), request));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: CloseSessionRequest, responder, _cx| {
-                answer(&b5, responder, teardown::close_session(b5.clone(), request));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: PromptRequest, responder, _cx| {
-                match prompt::admit(&b6, &request) {
-                    Err(e) => reply(responder, Err(e)),
-                    Ok(admitted) => {
-                        // A `$/cancel_request` for the prompt means what `session/cancel`
-                        // means: the answer is still sent, as `cancelled`.
-                        let cancellation = responder.cancellation();
-                        answer(&b6, responder, async move {
-                            let record = &admitted.record;
-                            let settled = settle(&record.state, record.agent(), &admitted.inflight);
-                            tokio::pin!(settled);
-                            tokio::select! {
-                                stop = &mut settled => return stop.map(PromptResponse::new),
-                                () = cancellation.cancelled() => {
-                                    if record.state.holds(&admitted.inflight) {
-                                        prompt::cancel_record(record);
-                                    }
-                                }
-                            }
-                            settled.await.map(PromptResponse::new)
-                        });
-                    }
+    let builder = builder.on_receive_request(
+        async move |_request: AuthenticateRequest, responder, _cx| {
+            responder.respond(AuthenticateResponse::new())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: NewSessionRequest, responder, cx| {
+            answer(&b, responder, open::new_session(b.clone(), request, cx));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: LoadSessionRequest, responder, cx| {
+            answer(&b, responder, replay::load_session(b.clone(), request, cx));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: ListSessionsRequest, responder, _cx| {
+            answer(&b, responder, list::list_sessions(b.clone(), request));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: CloseSessionRequest, responder, _cx| {
+            answer(&b, responder, teardown::close_session(b.clone(), request));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: PromptRequest, responder, _cx| {
+            prompt_request(&b, &request, responder);
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_notification(
+        async move |notification: CancelNotification, _cx| {
+            prompt::cancel(&b, &SessionId::new(&*notification.session_id.0));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_notification!(),
+    );
+    let b = bridge.clone();
+    builder.on_receive_request(
+        async move |request: SetSessionModeRequest, responder, _cx| {
+            mode_request(&b, &request, responder);
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    )
+}
+
+/// `session/prompt`: admitted in the dispatch loop, settled outside it. A `$/cancel_request`
+/// for the prompt means what `session/cancel` means; the answer is still sent, as `cancelled`.
+fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
+    let admitted = match prompt::admit(bridge, request) {
+        Ok(admitted) => admitted,
+        Err(e) => return reply(responder, Err(e)),
+    };
+    let cancellation = responder.cancellation();
+    answer(bridge, responder, async move {
+        let record = &admitted.record;
+        let settled = settle(&record.state, record.agent(), &admitted.inflight);
+        tokio::pin!(settled);
+        tokio::select! {
+            stop = &mut settled => return stop.map(PromptResponse::new),
+            () = cancellation.cancelled() => {
+                if record.state.holds(&admitted.inflight) {
+                    prompt::cancel_record(record);
                 }
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_notification(
-            async move |notification: CancelNotification, _cx| {
-                prompt::cancel(&b7, &SessionId::new(&*notification.session_id.0));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |request: SetSessionModeRequest, responder, _cx| {
-                let result = set_mode(&b8, &request).map(|()| SetSessionModeResponse::new());
-                let Some(record) = b9.record(&SessionId::new(&*request.session_id.0)) else {
-                    reply(responder, result);
-                    return Ok(());
-                };
-                // The mode update reaches the client before the answer.
-                answer(&b8, responder, async move {
-                    record.state.updates.drained().await;
-                    result
-                });
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
+            }
+        }
+        settled.await.map(PromptResponse::new)
+    });
+}
+
+/// `session/set_mode`: the `current_mode_update` reaches the client before the answer.
+fn mode_request(
+    bridge: &Bridge,
+    request: &SetSessionModeRequest,
+    responder: Responder<SetSessionModeResponse>,
+) {
+    let result = set_mode(bridge, request).map(|()| SetSessionModeResponse::new());
+    match bridge.record(&SessionId::new(&*request.session_id.0)) {
+        Some(record) if result.is_ok() => answer(bridge, responder, async move {
+            record.state.updates.drained().await;
+            result
+        }),
+        _ => reply(responder, result),
+    }
 }

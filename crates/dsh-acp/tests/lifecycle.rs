@@ -309,8 +309,7 @@ async fn session_list_shows_live_and_stored_sessions_newest_first() {
 }
 
 #[tokio::test]
-async fn new_sessions_are_refused_once_the_prompt_of_a_closed_bridge_is_gone() {
-    // A held prompt's answer after disconnect never blocks teardown.
+async fn a_prompt_held_inside_the_model_does_not_hold_up_teardown() {
     let h = H::new().await;
     let gate = Gate::new();
     h.adapter.push(Script::text("never").wait_at(1, &gate));

@@ -223,13 +223,16 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
                     continue;
                 };
                 let agent = h.agent();
-                let sent = if agent.status() == AgentStatus::Running {
+                let steering = agent.status() == AgentStatus::Running;
+                let sent = if steering {
                     agent.steer(Message::user_text(text))
                 } else {
                     agent.followup(Message::user_text(text))
                 };
-                if let Err(e) = sent {
-                    say(&format!("dsh: {:#}", anyhow::Error::new(e)));
+                match sent {
+                    Ok(_) if steering => say("(steering: joins the running turn at its next step)"),
+                    Ok(_) => {}
+                    Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
                 }
             }
         }

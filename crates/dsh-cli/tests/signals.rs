@@ -25,6 +25,34 @@ fn raw_events(w: &World) -> Vec<Arc<SessionEvent>> {
         .collect()
 }
 
+/// Reads a FIFO to its end. Opening blocks until the writer comes, so it happens on a helper
+/// thread with a deadline: if dsh went away instead, the test fails with its stderr rather
+/// than hanging.
+fn read_fifo(path: &std::path::Path, child: &mut std::process::Child) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fifo = path.to_owned();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let read = std::fs::File::open(&fifo).and_then(|mut f| f.read_to_string(&mut text));
+        let _ = tx.send(read.map(|_| text));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(text) => text.unwrap(),
+        Err(_) => {
+            let status = child.try_wait();
+            let _ = child.kill();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!(
+                "nothing was written to {}; dsh ({status:?}) stderr:\n{err}",
+                path.display()
+            );
+        }
+    }
+}
+
 fn last_turn_end(events: &[Arc<SessionEvent>]) -> TurnEndReason {
     events
         .iter()
@@ -95,42 +123,30 @@ fn a_second_sigint_exits_without_waiting_for_the_drain() {
     // The command announces its start and the SIGTERM of the cancel ladder through FIFOs (the
     // test learns both without sleeping), then keeps running until the ladder's SIGKILL, so
     // the drain is still in progress when the second signal arrives.
+    // The trap is set before the start is announced, and the announced state is the `wait`
+    // builtin (which a trapped signal interrupts at once), never a fork: a SIGTERM that lands
+    // while bash forks a foreground child can be swallowed by the child before its exec.
     let command = format!(
-        "echo started > {s}; trap 'echo term > {t}' TERM; sleep 30; sleep 30",
+        "trap 'echo term > {t}' TERM; sleep 30 & echo started > {s}; wait; sleep 30",
         s = started.display(),
         t = terminated.display()
     );
     w.server
         .push(MockResponse::tool_call("call_1", "bash", &bash(&command)));
-    let child = w.spawn(&["run", "stubborn"]);
-    let read = |path: &std::path::Path| {
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        text
-    };
-    assert_eq!(read(&started).trim(), "started");
+    let mut child = w.spawn(&["run", "stubborn"]);
     let pid = Pid::from_raw(child.id() as i32);
+    assert_eq!(read_fifo(&started, &mut child).trim(), "started");
     kill(pid, Signal::SIGINT).unwrap();
     // The first signal was handled: the turn's cancellation reached the command.
-    assert_eq!(read(&terminated).trim(), "term");
+    assert_eq!(read_fifo(&terminated, &mut child).trim(), "term");
     kill(pid, Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
     // The turn never closed on disk; the next load repairs it (the call's outcome is unknown).
     let on_disk = raw_events(&w);
     assert!(dsh_session::check_balanced(&on_disk).is_err());
-    let header: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(&w.session_files()[0])
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    let repaired = w.load(header["id"].as_str().unwrap());
+    let id = w.only_session_id();
+    let repaired = w.load(&id);
     dsh_session::check_balanced(&repaired).unwrap();
     assert_eq!(last_turn_end(&repaired), TurnEndReason::Interrupted);
 }

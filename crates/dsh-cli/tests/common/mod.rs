@@ -97,6 +97,15 @@ impl World {
         out
     }
 
+    /// The id of the only stored session, read from its file's header line.
+    pub fn only_session_id(&self) -> String {
+        let files = self.session_files();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        header["id"].as_str().unwrap().to_owned()
+    }
+
     /// Loads a stored session through the persistence store (repairing nothing it need not).
     pub fn load(&self, id: &str) -> Vec<Arc<SessionEvent>> {
         let store = JsonlStore::new(self.sessions_root());

@@ -1,0 +1,175 @@
+#![allow(clippy::unwrap_used)]
+//! The interactive chat on a real pseudo-terminal: type a message, see the streamed answer,
+//! leave with `/exit`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::World;
+use dsh_testkit::MockResponse;
+use nix::pty::{Winsize, openpty};
+
+/// Bound on waiting for the chat to print something, so a broken chat fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Screen {
+    bytes: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+    master: std::fs::File,
+}
+
+impl Screen {
+    /// Reads the terminal until `needle` has appeared after the first `from` bytes, answering
+    /// cursor-position queries like a terminal would. Returns the position just after it.
+    fn wait_for(&mut self, needle: &str, from: usize) -> usize {
+        let start = Instant::now();
+        while !self.seen[from..].contains(needle) {
+            let left = DEADLINE.saturating_sub(start.elapsed());
+            let chunk = self
+                .bytes
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("`{needle}` never appeared; screen:\n{}", self.seen));
+            let text = String::from_utf8_lossy(&chunk);
+            for _ in 0..text.matches("\x1b[6n").count() {
+                self.master.write_all(b"\x1b[1;1R").unwrap();
+            }
+            self.seen.push_str(&text);
+        }
+        let found = self.seen[from..].find(needle).unwrap_or_default();
+        from + found + needle.len()
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.master.write_all(line.as_bytes()).unwrap();
+        self.master.write_all(b"\r").unwrap();
+    }
+}
+
+/// Starts `dsh` (no arguments) on a new pseudo-terminal.
+fn start_chat(w: &World) -> (std::process::Child, Screen) {
+    let size = Winsize {
+        ws_row: 30,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = openpty(Some(&size), None).unwrap();
+    let child = w
+        .dsh(&[])
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    let master = std::fs::File::from(pty.master);
+    let mut reader = master.try_clone().unwrap();
+    let (tx, bytes) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // Ends with an error (EIO) once every slave descriptor is closed.
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let screen = Screen {
+        bytes,
+        seen: String::new(),
+        master,
+    };
+    (child, screen)
+}
+
+fn wait_exit(child: &mut std::process::Child, screen: &Screen) {
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < DEADLINE, "the chat did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0), "screen:\n{}", screen.seen);
+}
+
+#[test]
+fn the_chat_streams_an_answer_on_a_terminal_and_exits_on_command() {
+    let w = World::new();
+    w.server.push(MockResponse::text("Hi from the chat."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("/help for commands", 0);
+    let at = screen.wait_for("› ", at);
+    screen.type_line("hello there");
+    let at = screen.wait_for("Hi from the chat.", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    // The conversation was stored like any other.
+    let id = w.only_session_id();
+    let events = w.load(&id);
+    dsh_session::check_balanced(&events).unwrap();
+    let request = &w.server.requests()[0];
+    assert!(
+        request.messages().last().unwrap()["content"]
+            .to_string()
+            .contains("hello there")
+    );
+}
+
+#[test]
+fn enter_while_the_agent_works_steers_the_running_turn() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("Working on it.").hold_after(2);
+    w.server
+        .push(held)
+        .push(MockResponse::text("Steered answer."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("start working");
+    common::block_on(hold.reached());
+    screen.type_line("also mention steering");
+    // The chat confirms the steer once it is queued; only then does the first step finish.
+    let at = screen.wait_for("(steering:", at);
+    hold.release();
+    let at = screen.wait_for("Steered answer.", at);
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 2, "one turn, two steps");
+    let second = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(second.contains("also mention steering"), "{second}");
+    assert!(second.contains("Working on it."), "{second}");
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    let id = w.only_session_id();
+    let events = w.load(&id);
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e.kind, dsh_session::EventKind::TurnStart(_)))
+        .count();
+    assert_eq!(turns, 1, "the steer joined the running turn");
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_turn_not_the_chat() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("never completes").hold_after(2);
+    w.server.push(held).push(MockResponse::text("Still here."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("long task");
+    common::block_on(hold.reached());
+    screen.master.write_all(b"\x03").unwrap();
+    let at = screen.wait_for("[turn 1 cancelled]", at);
+    screen.type_line("are you there?");
+    let at = screen.wait_for("Still here.", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    let id = w.only_session_id();
+    dsh_session::check_balanced(&w.load(&id)).unwrap();
+}

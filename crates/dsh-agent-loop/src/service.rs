@@ -364,8 +364,9 @@ impl AgentLoop {
         .await
     }
 
-    /// Starts the config-declared agents, owned by the loop. Failures are logged and reported
-    /// as `agent-loop/config-start-failed`; they never stop the others.
+    /// Starts the config-declared agents, owned by the loop. Call it once the composition is
+    /// complete (adapters, tools, persistence). Failures are logged and reported as
+    /// `agent-loop/config-start-failed`; they never stop the others.
     pub async fn start_configured(&self) {
         let agents = self.inner.config.agents.clone();
         for entry in agents {
@@ -447,8 +448,10 @@ impl AgentFactory for AgentLoop {
     }
 }
 
-/// Mounts the [`AgentLoop`]: provides it, registers it as the agent factory, starts the
-/// config-declared agents, and on unmount disposes every agent it owns.
+/// Mounts the [`AgentLoop`]: provides it, registers it as the agent factory, and on unmount
+/// disposes every agent it owns. Config-declared agents start when the composition calls
+/// [`AgentLoop::start_configured`] — after adapters and tools are registered, so a resumed
+/// agent with queued work does not run its first turn against a half-built harness.
 pub struct AgentLoopPlugin {
     config: LoopConfig,
 }
@@ -474,7 +477,6 @@ impl Plugin for AgentLoopPlugin {
         ctx.scope()
             .defer_async(move || async move { on_unload.shutdown().await })
             .map_err(|e: KernelError| Box::new(e) as BoxError)?;
-        agent_loop.start_configured().await;
         Ok(())
     }
 }

@@ -494,6 +494,11 @@ async fn config_declared_agents_start_with_the_loop_and_are_owned_by_it() {
         ..Default::default()
     };
     let h = harness_with(config).await;
+    assert!(
+        h.core.registry.list().is_empty(),
+        "nothing starts before the composition is done"
+    );
+    h.core.agent_loop.start_configured().await;
     let ids: Vec<String> = h
         .core
         .registry
@@ -580,6 +585,7 @@ async fn a_config_agent_that_cannot_resume_is_reported_not_fatal() {
     )
     .await
     .unwrap();
+    core.agent_loop.start_configured().await;
     assert!(core.registry.list().is_empty());
     assert_eq!(failures.lock().len(), 1);
     assert!(

@@ -110,11 +110,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         CoreConfig {
             loop_config: LoopConfig {
                 max_parallel_tool_calls: settings.max_parallel_tool_calls.value,
-                agents: if options.start_configured_agents {
-                    settings.agents.clone()
-                } else {
-                    Vec::new()
-                },
+                agents: settings.agents.clone(),
             },
             prompt: SystemPromptConfig {
                 persona: PERSONA.to_owned(),
@@ -141,6 +137,10 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         let _ = core
             .prompt
             .section(&ctx, Section::new(*name, *order, *text))?;
+    }
+    // Only now is the harness complete: config-declared agents may run their first turn.
+    if options.start_configured_agents {
+        core.agent_loop.start_configured().await;
     }
     Ok(Composed {
         ctx,

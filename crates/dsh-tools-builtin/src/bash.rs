@@ -75,10 +75,15 @@ impl BashTool {
 }
 
 /// `invalid timeout_ms` unless the value is a positive finite number of milliseconds.
+///
+/// A value too large for a `Duration` (`1e300`) means "as long as allowed": the executor caps
+/// every timeout at its maximum anyway, and `Duration::from_secs_f64` would panic on it.
 fn timeout_of(ms: Option<f64>) -> Result<Option<Duration>, ToolError> {
     match ms {
         None => Ok(None),
-        Some(ms) if ms.is_finite() && ms > 0.0 => Ok(Some(Duration::from_secs_f64(ms / 1000.0))),
+        Some(ms) if ms.is_finite() && ms > 0.0 => Ok(Some(
+            Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX),
+        )),
         Some(ms) => Err(ToolError::new(format!(
             "invalid timeout_ms: expected a positive number, got {ms}"
         ))),
@@ -218,5 +223,11 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_timeout_too_large_for_a_duration_is_the_longest_one_not_a_panic() {
+        assert_eq!(timeout_of(Some(1e300)).unwrap(), Some(Duration::MAX));
+        assert_eq!(timeout_of(Some(f64::MAX)).unwrap(), Some(Duration::MAX));
     }
 }

@@ -49,12 +49,14 @@ impl SubagentOutputTool {
     }
 }
 
+/// The wait a call asks for, capped at [`MAX_WAIT`]. A value too large for a `Duration`
+/// (`1e300`) is the longest wait rather than a panic in `Duration::from_secs_f64`.
 fn wait_of(ms: Option<f64>) -> Result<Duration, ToolError> {
     match ms {
         None => Ok(DEFAULT_WAIT),
-        Some(ms) if ms.is_finite() && ms > 0.0 => {
-            Ok(Duration::from_secs_f64(ms / 1000.0).min(MAX_WAIT))
-        }
+        Some(ms) if ms.is_finite() && ms > 0.0 => Ok(Duration::try_from_secs_f64(ms / 1000.0)
+            .unwrap_or(MAX_WAIT)
+            .min(MAX_WAIT)),
         Some(ms) => Err(ToolError::new(format!(
             "invalid timeout_ms: expected a positive number, got {ms}"
         ))),
@@ -137,6 +139,12 @@ mod tests {
             Some(Duration::from_millis(1500))
         );
         assert_eq!(wait_of(Some(1e12)).ok(), Some(MAX_WAIT));
+        assert_eq!(
+            wait_of(Some(1e300)).ok(),
+            Some(MAX_WAIT),
+            "too large for a Duration"
+        );
+        assert_eq!(wait_of(Some(f64::MAX)).ok(), Some(MAX_WAIT));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             assert!(wait_of(Some(bad)).is_err());
         }

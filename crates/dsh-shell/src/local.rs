@@ -154,6 +154,9 @@ impl ShellExecutor for LocalShellExecutor {
         if spec.timeout.is_zero() {
             return Err(ShellError::ZeroTimeout);
         }
+        // A hand-built spec may skip `resolve`; the cap applies all the same (and keeps the
+        // deadline representable: `now + Duration::MAX` would overflow).
+        let timeout = spec.timeout.min(self.config.max_timeout);
         preflight(&spec)?;
         let stop = Arc::new(StopLatch::default());
         let (key, driver) = {
@@ -166,7 +169,7 @@ impl ShellExecutor for LocalShellExecutor {
                 process,
                 stop.clone(),
                 spec.cancel,
-                spec.timeout,
+                timeout,
                 self.config.grace,
             ));
             (key, driver)

@@ -374,3 +374,13 @@ async fn missing_bash_is_a_spawn_error() {
     );
     assert!(err.to_string().contains("bash"), "{err}");
 }
+
+#[tokio::test]
+async fn hand_built_spec_with_an_enormous_timeout_runs_under_the_cap() {
+    let exec = executor();
+    let mut spec = command(&exec, "echo ok");
+    spec.timeout = Duration::MAX;
+    let result = exec.run(spec).await.unwrap();
+    assert_eq!(result.stdout.text, "ok\n");
+    assert_eq!(result.timeout, exec.config().max_timeout);
+}

@@ -13,6 +13,11 @@ use crate::task::{TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};
 ///
 /// The owner lives here, in the executor, rather than in the bash tools, so ownership survives
 /// an unload and remount of the tools plugin (seed decision 3).
+///
+/// Its output tails are kept while the task runs and until a read has delivered its terminal
+/// status; from then on only the small record remains (the tails are
+/// [released](StreamTail::release)), so finished tasks cost next to nothing however many
+/// there are.
 #[derive(Debug)]
 pub(crate) struct BackgroundTask {
     pub id: TaskId,
@@ -73,6 +78,11 @@ impl BackgroundTask {
         let err = self.stderr.read_from(progress.stderr_cursor);
         progress.stdout_cursor = out.next;
         progress.stderr_cursor = err.next;
+        if !status.is_running() {
+            // This read delivered everything that was left: nothing needs the tails any more.
+            self.stdout.release();
+            self.stderr.release();
+        }
         TaskOutput {
             delta: render_delta(&out.text, &err.text),
             status,
@@ -87,6 +97,11 @@ impl BackgroundTask {
         let status = final_status(exit, self.stop.finish());
         self.progress.lock().status = status.clone();
         status
+    }
+
+    #[cfg(test)]
+    fn buffered(&self) -> usize {
+        self.stdout.buffered() + self.stderr.buffered()
     }
 }
 
@@ -123,6 +138,33 @@ mod tests {
                 signal: Some("SIGTERM".into())
             }
         );
+    }
+
+    #[test]
+    fn the_read_that_delivers_the_final_status_frees_the_output_tails() {
+        let task = BackgroundTask::new(
+            TaskId::new("bash-1"),
+            "cmd".into(),
+            Some("a".into()),
+            Arc::new(StreamTail::new(64)),
+            Arc::new(StreamTail::new(64)),
+        );
+        task.stdout.push(b"out\n");
+        task.stderr.push(b"err\n");
+        assert_eq!(task.read().delta, "out\n[stderr]\nerr\n");
+        assert_eq!(task.buffered(), 8, "a running task keeps its tails");
+        task.stdout.push(b"late\n");
+        task.stdout.close();
+        task.stderr.close();
+        task.finish(&ExitInfo::Code(0));
+        assert_eq!(task.buffered(), 13, "the unread final output is kept");
+        let last = task.read();
+        assert_eq!(last.delta, "late\n");
+        assert_eq!(last.status, TaskStatus::Completed { exit_code: 0 });
+        assert_eq!(task.buffered(), 0);
+        let again = task.read();
+        assert_eq!((again.delta.as_str(), again.lossy), ("", false));
+        assert_eq!(again.status, TaskStatus::Completed { exit_code: 0 });
     }
 
     #[test]

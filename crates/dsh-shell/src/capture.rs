@@ -77,6 +77,20 @@ impl StreamTail {
         self.state.lock().spill = path;
     }
 
+    /// Frees the buffered bytes of a closed stream whose reader has consumed all of them.
+    ///
+    /// Offsets stay valid: the tail simply starts at the end of the stream, so a later read
+    /// from the reader's cursor is empty and not lossy. This is what bounds the memory a
+    /// finished background task keeps once its final output was delivered.
+    pub(crate) fn release(&self) {
+        self.state.lock().buf = VecDeque::new();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
     pub(crate) fn close(&self) {
         self.state.lock().closed = true;
     }
@@ -272,6 +286,22 @@ mod tests {
         let out = tail.snapshot();
         assert_eq!(out.text, "ab");
         assert_eq!(tail.read_from(0).text, "ab");
+    }
+
+    #[test]
+    fn released_tail_keeps_offsets_and_reads_empty_without_loss() {
+        let tail = StreamTail::new(64);
+        tail.push(b"all of it\n");
+        tail.close();
+        let read = tail.read_from(0);
+        assert_eq!(read.text, "all of it\n");
+        tail.release();
+        assert_eq!(tail.buffered(), 0);
+        let after = tail.read_from(read.next);
+        assert_eq!(
+            (after.text.as_str(), after.lossy, after.next),
+            ("", false, read.next)
+        );
     }
 
     #[test]

@@ -38,8 +38,8 @@ const NOTICE_CAPACITY: usize = 256;
 ///   but only `dispose` waits for them. Dropping it also removes its spill directory.
 /// - Each running command costs one `sh` supervisor process and one reaper thread (blocked in
 ///   `waitpid`), both gone when the command is.
-/// - Finished background tasks are kept, with their output tails, for the executor's life so
-///   their output stays readable.
+/// - Finished background tasks are kept for the executor's life so their output stays
+///   readable; a task's output tails are freed once a read has delivered its final status.
 #[derive(Debug)]
 pub struct LocalShellExecutor {
     config: ShellConfig,

@@ -14,10 +14,10 @@ use crate::task::{TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};
 /// The owner lives here, in the executor, rather than in the bash tools, so ownership survives
 /// an unload and remount of the tools plugin (seed decision 3).
 ///
-/// Its output tails are kept while the task runs and until a read has delivered its terminal
-/// status; from then on only the small record remains (the tails are
-/// [released](StreamTail::release)), so finished tasks cost next to nothing however many
-/// there are.
+/// What a record costs is bounded over its life: while the task runs and until its final
+/// output is read, two output tails; once a read has delivered the terminal status, only the
+/// small record (the tails are [released](StreamTail::release)); once its owner is
+/// [released](crate::ShellExecutor::release_owner), nothing.
 #[derive(Debug)]
 pub(crate) struct BackgroundTask {
     pub id: TaskId,
@@ -34,6 +34,9 @@ struct Progress {
     status: TaskStatus,
     stdout_cursor: u64,
     stderr_cursor: u64,
+    /// The owner was released while the task ran: the record goes when the task ends.
+    /// Decided under the same lock as `status`, so a release racing the end is never lost.
+    released: bool,
 }
 
 impl BackgroundTask {
@@ -55,6 +58,7 @@ impl BackgroundTask {
                 status: TaskStatus::Running,
                 stdout_cursor: 0,
                 stderr_cursor: 0,
+                released: false,
             }),
         }
     }
@@ -92,11 +96,40 @@ impl BackgroundTask {
         }
     }
 
-    /// Records the end of the task (once its output is drained) and returns the final status.
-    pub(crate) fn finish(&self, exit: &ExitInfo) -> TaskStatus {
+    /// Records the end of the task (once its output is drained) and returns the final status,
+    /// and whether the record is to be dropped now because its owner was released meanwhile.
+    pub(crate) fn finish(&self, exit: &ExitInfo) -> (TaskStatus, bool) {
         let status = final_status(exit, self.stop.finish());
-        self.progress.lock().status = status.clone();
-        status
+        let mut progress = self.progress.lock();
+        progress.status = status.clone();
+        (status, progress.released)
+    }
+
+    /// The task's owner is gone for good. A running task is stopped and marked so that its
+    /// record is dropped when it ends (`true`); an ended one can be dropped at once (`false`).
+    pub(crate) fn release(&self) -> bool {
+        {
+            let mut progress = self.progress.lock();
+            if !progress.status.is_running() {
+                return false;
+            }
+            progress.released = true;
+        }
+        self.stop.request(StopCause::Released);
+        true
+    }
+
+    /// Deletes the task's spill files, whose record is being dropped: nobody can ask for them
+    /// any more, and they may hold up to the spill cap each.
+    pub(crate) fn remove_spills(&self) {
+        for path in [self.stdout.take_spill(), self.stderr.take_spill()]
+            .into_iter()
+            .flatten()
+        {
+            if let Err(err) = std::fs::remove_file(&path) {
+                tracing::warn!(%err, path = %path.display(), "removing a released task's spill file failed");
+            }
+        }
     }
 
     #[cfg(test)]
@@ -140,15 +173,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_read_that_delivers_the_final_status_frees_the_output_tails() {
-        let task = BackgroundTask::new(
+    fn task() -> BackgroundTask {
+        BackgroundTask::new(
             TaskId::new("bash-1"),
             "cmd".into(),
             Some("a".into()),
             Arc::new(StreamTail::new(64)),
             Arc::new(StreamTail::new(64)),
-        );
+        )
+    }
+
+    #[test]
+    fn the_read_that_delivers_the_final_status_frees_the_output_tails() {
+        let task = task();
         task.stdout.push(b"out\n");
         task.stderr.push(b"err\n");
         assert_eq!(task.read().delta, "out\n[stderr]\nerr\n");
@@ -165,6 +202,23 @@ mod tests {
         let again = task.read();
         assert_eq!((again.delta.as_str(), again.lossy), ("", false));
         assert_eq!(again.status, TaskStatus::Completed { exit_code: 0 });
+    }
+
+    #[test]
+    fn release_racing_the_end_is_decided_exactly_once() {
+        let running = task();
+        assert!(running.release(), "a running task stays until it ends");
+        let (status, drop_now) = running.finish(&ExitInfo::Code(0));
+        assert!(drop_now, "its end drops the record");
+        assert_eq!(status, TaskStatus::Killed { signal: None });
+
+        let ended = task();
+        let (_, drop_now) = ended.finish(&ExitInfo::Code(0));
+        assert!(!drop_now);
+        assert!(
+            !ended.release(),
+            "an ended task is dropped by the release itself"
+        );
     }
 
     #[test]

@@ -77,6 +77,11 @@ impl StreamTail {
         self.state.lock().spill = path;
     }
 
+    /// Takes the spill path away, for a caller about to delete the file.
+    pub(crate) fn take_spill(&self) -> Option<PathBuf> {
+        self.state.lock().spill.take()
+    }
+
     /// Frees the buffered bytes of a closed stream whose reader has consumed all of them.
     ///
     /// Offsets stay valid: the tail simply starts at the end of the stream, so a later read

@@ -33,7 +33,8 @@ pub trait ShellExecutor: Send + Sync {
     async fn start(&self, spec: ShellExecSpec) -> Result<TaskId, ShellError>;
 
     /// Consumes the task's output that was not read before (never re-delivered), together with
-    /// its status. Still works after the task ended, so the final output is never lost.
+    /// its status. Still works after the task ended, so the final output is never lost (until
+    /// the task's owner is [released](Self::release_owner)).
     fn read_output(&self, id: &TaskId) -> Result<TaskOutput, ShellError>;
 
     /// Starts the kill ladder on the task's whole process group. `Ok(false)` when the task has
@@ -50,6 +51,18 @@ pub trait ShellExecutor: Send + Sync {
     /// `None` both for unowned and for unknown tasks; an empty string is a real owner. The
     /// executor never interprets the token: the access policy lives in the tools.
     fn owner_of(&self, id: &TaskId) -> Option<String>;
+
+    /// The holder of `owner` is gone for good (the bash tools call this when the agent with
+    /// that id is disposed). Its running tasks are stopped with the kill ladder (final status
+    /// `Killed`, announced like any end), and the records of all its tasks, with their output
+    /// and spill files, are dropped as soon as each has ended; their ids then answer
+    /// [`ShellError::UnknownTask`] and are never issued again.
+    ///
+    /// Without this, a gone owner's tasks would run until disposal with nobody allowed to read
+    /// or stop them (the tools' owner fence refuses everyone else), and their records would be
+    /// kept forever. The token is only compared, never interpreted. Unowned tasks are not
+    /// touched. Returns how many tasks were still running.
+    fn release_owner(&self, owner: &str) -> usize;
 
     /// Completion notices: one [`TaskDone`] per background task, when it ends. A receiver that
     /// falls more than a few hundred notices behind sees `Lagged` and loses the oldest.

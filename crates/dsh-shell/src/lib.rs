@@ -24,7 +24,9 @@
 //! `bash_output` / `bash_kill`, refuse a caller when the stored owner *is `Some` and differs*
 //! from the caller's id (an empty string is a real owner; an unowned task is open to all). That
 //! policy lives in the tools, not here. Because the token lives in the executor, which outlives
-//! the tools plugin, ownership survives an unload and remount of the tools.
+//! the tools plugin, ownership survives an unload and remount of the tools. When an owner is
+//! gone for good, [`ShellExecutor::release_owner`] stops its tasks and forgets them, so nothing
+//! keeps running (or is kept) for an owner nobody can act for any more.
 //!
 //! # Nothing outlives dsh: the group supervisor
 //!

@@ -38,12 +38,15 @@ const NOTICE_CAPACITY: usize = 256;
 ///   but only `dispose` waits for them. Dropping it also removes its spill directory.
 /// - Each running command costs one `sh` supervisor process and one reaper thread (blocked in
 ///   `waitpid`), both gone when the command is.
-/// - Finished background tasks are kept for the executor's life so their output stays
-///   readable; a task's output tails are freed once a read has delivered its final status.
+/// - A finished background task keeps its output tails until a read has delivered its final
+///   status, and its small record (id, command, owner, status) until its owner is released
+///   with [`release_owner`](ShellExecutor::release_owner), which also deletes its spill files.
+///   So an owner can always read its final output, and a gone owner leaves nothing behind.
 #[derive(Debug)]
 pub struct LocalShellExecutor {
     config: ShellConfig,
-    state: Mutex<State>,
+    /// Shared with the background drivers, which drop a released task's record when it ends.
+    state: Arc<Mutex<State>>,
     /// Every command driver, foreground and background, so `dispose` can wait for all of them.
     drivers: TaskTracker,
     notices: broadcast::Sender<TaskDone>,
@@ -53,8 +56,11 @@ pub struct LocalShellExecutor {
 #[derive(Debug, Default)]
 struct State {
     disposed: bool,
-    /// Background tasks started so far, oldest first; `bash-<n>` is at index `n - 1`.
+    /// Records of background tasks, oldest first (released owners' tasks are dropped).
     tasks: Vec<Arc<BackgroundTask>>,
+    /// Number of the last task id issued. Ids are never reused, so an id held by a caller
+    /// (or quoted in a transcript) never comes to name another owner's task.
+    last_task: u64,
     /// Stop latches of foreground runs in flight, for `dispose`.
     foreground: HashMap<u64, Arc<StopLatch>>,
     next_foreground: u64,
@@ -67,7 +73,7 @@ impl LocalShellExecutor {
         config.validate()?;
         Ok(Self {
             config,
-            state: Mutex::default(),
+            state: Arc::default(),
             drivers: TaskTracker::new(),
             notices: broadcast::channel(NOTICE_CAPACITY).0,
             spill_dir: Arc::default(),
@@ -195,7 +201,8 @@ impl ShellExecutor for LocalShellExecutor {
         preflight(&spec)?;
         let mut state = self.state.lock();
         let process = self.spawn(&state, &spec)?;
-        let id = TaskId::new(format!("bash-{}", state.tasks.len() + 1));
+        state.last_task += 1;
+        let id = TaskId::new(format!("bash-{}", state.last_task));
         let task = Arc::new(BackgroundTask::new(
             id.clone(),
             spec.command,
@@ -210,6 +217,7 @@ impl ShellExecutor for LocalShellExecutor {
             spec.cancel,
             self.config.grace,
             self.notices.clone(),
+            self.state.clone(),
         ));
         Ok(id)
     }
@@ -235,6 +243,28 @@ impl ShellExecutor for LocalShellExecutor {
 
     fn owner_of(&self, id: &TaskId) -> Option<String> {
         self.task(id)?.owner.clone()
+    }
+
+    fn release_owner(&self, owner: &str) -> usize {
+        let mut ended = Vec::new();
+        let mut stopping = 0;
+        self.state.lock().tasks.retain(|task| {
+            if task.owner.as_deref() != Some(owner) {
+                return true;
+            }
+            if task.release() {
+                // Its driver drops the record once the group is reaped.
+                stopping += 1;
+                return true;
+            }
+            ended.push(task.clone());
+            false
+        });
+        // File removal outside the state lock.
+        for task in ended {
+            task.remove_spills();
+        }
+        stopping
     }
 
     fn subscribe(&self) -> broadcast::Receiver<TaskDone> {
@@ -304,9 +334,14 @@ async fn drive_background(
     cancel: Option<CancellationToken>,
     grace: std::time::Duration,
     notices: broadcast::Sender<TaskDone>,
+    state: Arc<Mutex<State>>,
 ) {
     let exit = run_to_end(process, &task.stop, cancel.as_ref(), None, grace).await;
-    let status = task.finish(&exit);
+    let (status, released) = task.finish(&exit);
+    if released {
+        state.lock().tasks.retain(|kept| !Arc::ptr_eq(kept, &task));
+        task.remove_spills();
+    }
     // No subscriber is fine: the status stays readable through `read_output` and `list`.
     let _ = notices.send(TaskDone {
         id: task.id.clone(),

@@ -14,6 +14,8 @@ pub(crate) enum StopCause {
     Killed,
     /// The executor was disposed or dropped.
     Disposed,
+    /// The task's owner was released ([`ShellExecutor::release_owner`](crate::ShellExecutor::release_owner)).
+    Released,
 }
 
 /// Records the first stop cause and wakes the command's driver.

@@ -357,3 +357,98 @@ async fn dispose_kills_and_reaps_every_command() {
     ));
     exec.dispose().await;
 }
+
+fn owned(owner: &str, command: &str) -> ShellExecRequest {
+    ShellExecRequest {
+        owner: Some(owner.into()),
+        ..ShellExecRequest::new(command)
+    }
+}
+
+/// Polls (bounded: the kill ladder runs at the process's pace) until `id` is forgotten.
+async fn assert_forgotten(exec: &LocalShellExecutor, id: &TaskId) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while exec.list().iter().any(|task| task.id == *id) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} was never forgotten"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(matches!(
+        exec.read_output(id),
+        Err(ShellError::UnknownTask(_))
+    ));
+    assert_eq!(exec.owner_of(id), None);
+}
+
+#[tokio::test]
+async fn released_owner_s_tasks_are_stopped_and_forgotten_and_others_untouched() {
+    let exec = executor();
+    let mut notices = exec.subscribe();
+    let finished = start(&exec, owned("session-a", "echo done")).await;
+    assert_eq!(next_done(&mut notices).await.id, finished);
+    let mut fifo = LineFifo::new();
+    let running = start(
+        &exec,
+        ShellExecRequest {
+            env: vec![fifo.env("PID_FIFO")],
+            ..owned("session-a", r#"sleep 1000 & echo $! > "$PID_FIFO"; wait"#)
+        },
+    )
+    .await;
+    let sleep = Proc::alive(Proc::pid(&fifo.read_line().await));
+    let other = start(&exec, owned("session-b", "sleep 1000")).await;
+    let unowned = start(&exec, ShellExecRequest::new("sleep 1000")).await;
+
+    assert_eq!(exec.release_owner("session-a"), 1, "one task was running");
+
+    assert_forgotten(&exec, &finished).await;
+    sleep.assert_gone("a released owner's grandchild").await;
+    let done = next_done(&mut notices).await;
+    assert_eq!(
+        done.id, running,
+        "the stopped task's end is still announced"
+    );
+    assert!(matches!(done.status, TaskStatus::Killed { .. }));
+    assert_forgotten(&exec, &running).await;
+    for id in [&other, &unowned] {
+        assert!(exec.read_output(id).unwrap().status.is_running(), "{id}");
+    }
+    assert_eq!(
+        exec.release_owner("session-a"),
+        0,
+        "nothing is left to release"
+    );
+    exec.dispose().await;
+}
+
+#[tokio::test]
+async fn task_ids_are_never_reused_after_a_release() {
+    let exec = executor();
+    let mut notices = exec.subscribe();
+    let first = start(&exec, owned("session-a", "true")).await;
+    next_done(&mut notices).await;
+    exec.release_owner("session-a");
+    let second = start(&exec, owned("session-b", "true")).await;
+    assert_ne!(first, second);
+    assert_eq!(second.as_str(), "bash-2");
+    exec.dispose().await;
+}
+
+#[tokio::test]
+async fn a_released_owner_s_spill_files_are_deleted() {
+    let exec = executor_with(|config| config.max_output_bytes = 1000);
+    let mut notices = exec.subscribe();
+    let id = start(&exec, owned("session-a", "seq 1 5000")).await;
+    next_done(&mut notices).await;
+    let spill = exec
+        .read_output(&id)
+        .unwrap()
+        .stdout_spill
+        .expect("the output outgrew its tail");
+    assert_eq!(std::fs::read_to_string(&spill).unwrap(), seq(5000));
+    exec.release_owner("session-a");
+    assert!(!spill.exists(), "{} is still there", spill.display());
+    exec.dispose().await;
+}

@@ -57,6 +57,8 @@ pub struct MockResponse {
     pub(crate) body: Body,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) hold_headers: Option<Gate>,
+    /// Keep the connection open after the bytes until this gate is released.
+    pub(crate) hold_end: Option<Gate>,
 }
 
 impl MockResponse {
@@ -65,6 +67,7 @@ impl MockResponse {
             body,
             headers: Vec::new(),
             hold_headers: None,
+            hold_end: None,
         }
     }
 
@@ -173,6 +176,16 @@ impl MockResponse {
     pub fn hold_before_headers(mut self) -> (Self, Hold) {
         let gate = Gate::new();
         self.hold_headers = Some(gate.clone());
+        (self, gate)
+    }
+
+    /// After every byte of the response (for an event stream: before the chunked terminator),
+    /// keeps the connection open until the returned hold is released (or forever), watching
+    /// the socket meanwhile so a client disconnect is observed. With a `raw` response whose
+    /// `content-length` promises more than it sends, this is a body that never ends.
+    pub fn hold_open(mut self) -> (Self, Hold) {
+        let gate = Gate::new();
+        self.hold_end = Some(gate.clone());
         (self, gate)
     }
 

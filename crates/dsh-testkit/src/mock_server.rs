@@ -430,12 +430,21 @@ async fn write_response(
             for (_, gate) in holds.iter().filter(|(n, _)| *n >= frames.len()) {
                 hold(gate, rd).await?;
             }
+            if let Some(gate) = &response.hold_end {
+                wr.flush().await?;
+                hold(gate, rd).await?;
+            }
             if !cut {
                 wr.write_all(b"0\r\n\r\n").await?;
             }
+            wr.flush().await?;
+            return Ok(());
         }
     }
     wr.flush().await?;
+    if let Some(gate) = &response.hold_end {
+        hold(gate, rd).await?;
+    }
     Ok(())
 }
 

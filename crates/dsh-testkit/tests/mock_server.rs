@@ -121,3 +121,38 @@ fn tool_call_and_reasoning_conveniences_produce_well_formed_streams() {
     assert!(answer.contains(r#""reasoning_content":"hmm""#), "{answer}");
     assert!(answer.contains("prompt_cache_hit_tokens"), "{answer}");
 }
+
+#[tokio::test]
+async fn a_response_held_open_sends_its_bytes_then_neither_ends_nor_closes() {
+    let server = MockServer::start();
+    let head =
+        "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\ncontent-length: 1000000\r\n\r\n";
+    let (response, hold) = MockResponse::raw(format!("{head}<html>partial")).hold_open();
+    server.push(response);
+    let mut socket = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let body = r#"{"messages":[]}"#;
+    socket
+        .write_all(
+            format!(
+                "POST /chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    hold.reached().await;
+    // Everything before the hold has been flushed; the connection is still open.
+    let mut received = Vec::new();
+    while !received.ends_with(b"<html>partial") {
+        let mut some = [0u8; 256];
+        let n = socket.read(&mut some).await.unwrap();
+        assert!(n > 0, "the server closed a held response");
+        received.extend_from_slice(&some[..n]);
+    }
+    assert_eq!(server.disconnects(), 0);
+    drop(socket);
+    tokio::time::timeout(Duration::from_secs(30), server.client_disconnected())
+        .await
+        .expect("the server saw the disconnect");
+}

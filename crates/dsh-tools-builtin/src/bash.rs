@@ -35,9 +35,9 @@ command that hits it is stopped and its result says `[timed out after Nms]`.
 - The command sees `DSH_SHELL=1` and `DSH_SESSION_ID` (this session's id); inherited variables \
 that look like credentials are removed.
 - For servers, watchers and other long-running commands set `run_in_background: true`: the call \
-returns `started background task <id>` at once and the task runs without a timeout. Read its \
-new output with `bash_output(task_id)` and stop it with `bash_kill(task_id)`; you are told when \
-it finishes.
+returns `started background task <id>` at once and the task runs without a timeout (it is \
+stopped when this session ends). Read its new output with `bash_output(task_id)` and stop it \
+with `bash_kill(task_id)`; you are told when it finishes.
 - Prefer the `read`, `write`, `edit`, `glob` and `grep` tools to `cat`, `sed`, `find` and \
 `grep` here.";
 

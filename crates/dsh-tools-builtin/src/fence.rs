@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
+use dsh_agent::AgentRegistry;
 use dsh_kernel::Context;
+use dsh_session::SessionId;
 use dsh_shell::{ShellError, ShellExecutor, TaskId};
 use dsh_tools::{ToolCaller, ToolError};
 
@@ -53,6 +55,25 @@ pub(crate) fn check_owner(
             format!("task {id} belongs to another session"),
         )),
         _ => Ok(()),
+    }
+}
+
+/// The agent `id` was disposed: its background tasks are stopped and forgotten
+/// ([`ShellExecutor::release_owner`]), because the fence lets nobody else read or stop them and
+/// nothing would announce their end. Skipped when a live agent carries the id again: the
+/// session lives on in it, and the tasks stay its own.
+pub(crate) fn release_tasks_of(ctx: &Context, id: &SessionId) {
+    let live = ctx
+        .get::<AgentRegistry>()
+        .is_some_and(|registry| registry.get(id).is_some());
+    if live {
+        return;
+    }
+    if let Some(executor) = ctx.get::<dyn ShellExecutor>() {
+        let stopped = executor.release_owner(id.as_str());
+        if stopped > 0 {
+            tracing::debug!(agent = %id, stopped, "stopped the background tasks of a disposed agent");
+        }
     }
 }
 

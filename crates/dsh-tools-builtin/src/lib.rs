@@ -6,6 +6,8 @@
 //! - `bash_output` and `bash_kill` read and stop background tasks behind the owner fence of
 //!   seed decision 3: a task with an owner is touched only by the agent whose id is that owner;
 //!   the executor merely stores the token ([`ShellExecutor::owner_of`]), the policy lives here.
+//!   When the owning agent is disposed its tasks are stopped and forgotten, since nobody else
+//!   may touch them.
 //! - `read`, `write` and `edit` work on files relative to the session's working directory,
 //!   with a read-before-write policy kept per session in [`FileObservations`].
 //! - `glob` and `grep` search with ripgrep's walker and searcher, honouring `.gitignore`.

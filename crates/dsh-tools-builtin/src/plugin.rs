@@ -11,6 +11,7 @@ use crate::bash::BashTool;
 use crate::bash_kill::BashKillTool;
 use crate::bash_output::BashOutputTool;
 use crate::edit::EditTool;
+use crate::fence;
 use crate::glob::GlobTool;
 use crate::grep::GrepTool;
 use crate::notice;
@@ -21,8 +22,9 @@ use crate::write::WriteTool;
 /// Registers `bash`, `bash_output`, `bash_kill`, `read`, `write`, `edit`, `glob` and `grep`
 /// in the [`ToolRuntime`] through the context it is applied with (global when applied on the
 /// root context, one agent's when applied on its scoped context), provides the
-/// [`FileObservations`] service unless one is already provided, and announces the end of
-/// owned background tasks to their agents.
+/// [`FileObservations`] service unless one is already provided, announces the end of owned
+/// background tasks to their agents, and stops and forgets the background tasks of a disposed
+/// agent (see [`ShellExecutor::release_owner`]).
 ///
 /// Mount it after the tool runtime and the shell executor (`dyn ShellExecutor`); without an
 /// executor the bash tools answer with an error and no notices are sent. Unmounting undoes
@@ -48,10 +50,13 @@ impl Plugin for BuiltinToolsPlugin {
             }
         };
         {
-            // An agent's observations die with it: a later agent under the same id starts blind.
+            // An agent's observations die with it: a later agent under the same id starts
+            // blind. So do its background tasks, which nobody else may read or stop.
             let observations = observations.clone();
+            let lookup = ctx.clone();
             let _ = ctx.on_global::<AgentDisposed>(move |agent| {
                 observations.forget_session(agent.id());
+                fence::release_tasks_of(&lookup, agent.id());
             })?;
         }
         let tools: [Arc<dyn Tool>; 8] = [

@@ -338,3 +338,52 @@ async fn unmounting_the_tools_stops_completion_notices_and_remounting_restores_t
     remounted.dispose().await;
     w.shutdown().await;
 }
+
+/// Whether a process with this pid exists (a reaped command's pid no longer does).
+fn exists(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+#[tokio::test]
+async fn a_disposed_owner_s_background_tasks_are_stopped_and_forgotten() {
+    let w = world().await;
+    let (agent, detach) = w.detachable_agent("agent-a");
+    let caller = caller_of(&agent, None);
+    let id = w
+        .start(r#"echo "pid=$$"; exec sleep 1000"#, Some(&caller))
+        .await;
+    let seen = w.read_until(&id, Some(&caller), "pid=").await;
+    let pid: i32 = seen
+        .lines()
+        .find_map(|line| line.strip_prefix("pid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(exists(pid));
+    let other = w.caller("session-b");
+    let kept = w.start("sleep 1000", Some(&other)).await;
+
+    detach.detach();
+
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while w.executor.list().iter().any(|task| task.id == id) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} of a disposed owner is still kept"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        !exists(pid),
+        "the disposed owner's command {pid} still runs"
+    );
+    // A later agent under the same id finds nothing left of it.
+    let (again, _detach) = w.detachable_agent("agent-a");
+    let result = output(&w, &id, Some(&caller_of(&again, None))).await;
+    assert_eq!(result.code(), Some(UNKNOWN_TASK), "{}", result.text());
+    assert!(
+        w.status(&kept).is_running(),
+        "another session's task is untouched"
+    );
+    w.shutdown().await;
+}

@@ -22,6 +22,12 @@ pub enum ShellError {
     #[error("invalid timeout: expected a positive duration, got 0")]
     ZeroTimeout,
 
+    /// The command cannot be handed to `bash -c`: it contains a NUL byte, or the system refused
+    /// it as too long (one argument may hold at most 128 KiB on Linux). Says which, so the model
+    /// can rewrite it rather than suspect a missing `bash`.
+    #[error("invalid command: {0}")]
+    InvalidCommand(String),
+
     /// An extra environment variable name cannot be passed to a process (empty, or containing
     /// `=` or a NUL byte).
     #[error("invalid environment variable name {name:?}: {reason}")]

@@ -127,8 +127,9 @@ impl LocalShellExecutor {
     }
 }
 
-/// The checks that need no lock and start nothing: a cancelled token and an unusable workdir
-/// are the caller's problem, reported before any process exists.
+/// The checks that need no lock and start nothing: a cancelled token, a command no argument
+/// can carry and an unusable workdir are the caller's problem, reported before any process
+/// exists.
 fn preflight(spec: &ShellExecSpec) -> Result<(), ShellError> {
     if spec
         .cancel
@@ -136,6 +137,11 @@ fn preflight(spec: &ShellExecSpec) -> Result<(), ShellError> {
         .is_some_and(CancellationToken::is_cancelled)
     {
         return Err(ShellError::Cancelled);
+    }
+    if spec.command.contains('\0') {
+        return Err(ShellError::InvalidCommand(
+            "it contains a NUL byte, which no command line can carry".into(),
+        ));
     }
     match std::fs::metadata(&spec.workdir) {
         Ok(meta) if meta.is_dir() => Ok(()),

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 
+use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
@@ -143,6 +144,9 @@ impl CommandProcess {
                 // Nothing joined the group; the supervisor is our unreaped child, so this is safe.
                 let _ = sup.kill();
                 let _ = sup.wait();
+                if source.raw_os_error() == Some(Errno::E2BIG as i32) {
+                    return Err(too_long(launch));
+                }
                 return Err(ShellError::Spawn {
                     what: "`bash -c`",
                     source,
@@ -209,6 +213,17 @@ impl CommandProcess {
             lifeline,
         })
     }
+}
+
+/// `E2BIG` from `exec`: almost always a command over the per-argument limit (a model writing a
+/// large file through a heredoc), so the error says how long it was and what to do instead.
+fn too_long(launch: &Launch<'_>) -> ShellError {
+    ShellError::InvalidCommand(format!(
+        "the system refused it as too long ({} bytes; one argument may hold at most 128 KiB on \
+         Linux, and the environment counts towards the total); write long content to a file \
+         first (for instance with the write tool) and run the command on that file",
+        launch.command.len()
+    ))
 }
 
 /// The reaper thread: wait for `bash`, kill the rest of the group, reap the supervisor, report.

@@ -384,3 +384,26 @@ async fn hand_built_spec_with_an_enormous_timeout_runs_under_the_cap() {
     assert_eq!(result.stdout.text, "ok\n");
     assert_eq!(result.timeout, exec.config().max_timeout);
 }
+
+#[tokio::test]
+async fn a_command_too_long_for_one_argument_is_an_invalid_command_saying_so() {
+    let exec = executor();
+    let long = format!(": {}", "x".repeat(200_000));
+    let err = exec.run(command(&exec, &long)).await.unwrap_err();
+    assert!(matches!(err, ShellError::InvalidCommand(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(text.starts_with("invalid command: "), "{text}");
+    assert!(text.contains("200002 bytes"), "{text}");
+    // The same refusal for a background start, and nothing is left behind.
+    let err = exec.start(command(&exec, &long)).await.unwrap_err();
+    assert!(matches!(err, ShellError::InvalidCommand(_)), "{err:?}");
+    assert!(exec.list().is_empty());
+}
+
+#[tokio::test]
+async fn a_nul_byte_in_the_command_is_an_invalid_command_saying_so() {
+    let exec = executor();
+    let err = exec.run(command(&exec, "echo a\0b")).await.unwrap_err();
+    assert!(matches!(err, ShellError::InvalidCommand(_)), "{err:?}");
+    assert!(err.to_string().contains("NUL byte"), "{err}");
+}

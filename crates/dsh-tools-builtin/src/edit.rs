@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::atomic::write_atomic;
+use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
 use crate::write::fs_error;
@@ -183,11 +184,10 @@ impl TypedTool for EditTool {
         let shown = display(&base, &path);
         let session = call.caller().map(|c| c.agent_id.clone());
         let observations = self.observations.clone();
-        let text = tokio::task::spawn_blocking(move || {
+        let text = off_thread("edit", None, move || {
             edit_blocking(&observations, session.as_ref(), &path, &shown, &args)
         })
-        .await
-        .map_err(|e| ToolError::new(format!("edit failed: {e}")))??;
+        .await?;
         Ok(ToolOutput::text(text))
     }
 

@@ -5,6 +5,7 @@ use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentati
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::blocking::off_thread;
 use crate::path::{display, non_empty};
 use crate::walk::{NamePattern, SearchRoot, is_file, relative, walk};
 
@@ -93,11 +94,10 @@ impl TypedTool for GlobTool {
             .map_err(|e| ToolError::new(format!("invalid glob pattern {raw:?}: {e}")))?;
         let root = SearchRoot::of(call, args.path.as_deref())?;
         let cancel = call.cancel().clone();
-        let text = tokio::task::spawn_blocking(move || {
+        let text = off_thread("glob", Some(call.cancel()), move || {
             glob_blocking(&root, &pattern, &|| cancel.is_cancelled())
         })
-        .await
-        .map_err(|e| ToolError::new(format!("glob failed: {e}")))??;
+        .await?;
         Ok(ToolOutput::text(text))
     }
 

@@ -11,6 +11,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::blocking::off_thread;
 use crate::excerpt::MAX_LINE_CHARS;
 use crate::path::{display, non_empty};
 use crate::walk::{LINE_CUT, NamePattern, SearchRoot, is_file, relative, walk};
@@ -151,11 +152,10 @@ impl TypedTool for GrepTool {
         };
         let root = SearchRoot::of(call, args.path.as_deref())?;
         let cancel = call.cancel().clone();
-        let text = tokio::task::spawn_blocking(move || {
+        let text = off_thread("grep", Some(call.cancel()), move || {
             grep_blocking(&root, &matcher, include.as_ref(), &|| cancel.is_cancelled())
         })
-        .await
-        .map_err(|e| ToolError::new(format!("grep failed: {e}")))??;
+        .await?;
         Ok(ToolOutput::text(text))
     }
 

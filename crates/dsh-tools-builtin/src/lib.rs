@@ -22,6 +22,7 @@ mod atomic;
 mod bash;
 mod bash_kill;
 mod bash_output;
+mod blocking;
 mod edit;
 mod excerpt;
 mod fence;

@@ -11,6 +11,7 @@ use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentati
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::blocking::off_thread;
 use crate::excerpt::{Excerpt, ExcerptError, Window, excerpt};
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
@@ -174,11 +175,10 @@ impl TypedTool for ReadTool {
         let cancel = call.cancel().clone();
         let (version, outcome) = {
             let (path, shown) = (path.clone(), shown.clone());
-            tokio::task::spawn_blocking(move || {
+            off_thread("read", Some(call.cancel()), move || {
                 read_blocking(&path, &shown, window, &|| cancel.is_cancelled())
             })
-            .await
-            .map_err(|e| ToolError::new(format!("read failed: {e}")))??
+            .await?
         };
         // A file that was looked at (even one found missing, binary, or shorter than the
         // offset) is observed: the session knows what is there.

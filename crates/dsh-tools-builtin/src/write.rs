@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::atomic::write_atomic;
+use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
 
@@ -115,7 +116,7 @@ impl TypedTool for WriteTool {
         let shown = display(&base, &path);
         let session = call.caller().map(|c| c.agent_id.clone());
         let observations = self.observations.clone();
-        let text = tokio::task::spawn_blocking(move || {
+        let text = off_thread("write", None, move || {
             write_blocking(
                 &observations,
                 session.as_ref(),
@@ -124,8 +125,7 @@ impl TypedTool for WriteTool {
                 args.content.as_bytes(),
             )
         })
-        .await
-        .map_err(|e| ToolError::new(format!("write failed: {e}")))??;
+        .await?;
         Ok(ToolOutput::text(text))
     }
 

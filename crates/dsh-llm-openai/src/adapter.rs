@@ -246,15 +246,7 @@ impl Inner {
         let status = response.status();
         if !status.is_success() {
             let headers = response.headers().clone();
-            let body = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(aborted()),
-                body = tokio::time::timeout(idle, response.bytes()) => match body {
-                    Ok(Ok(bytes)) => bytes,
-                    // The status is what matters; a body that fails to arrive is just empty.
-                    _ => Bytes::new(),
-                },
-            };
+            let body = read_error_body(response, idle, &cancel).await?;
             let failure =
                 failure_from_response(&self.config.route, status.as_u16(), &headers, &body);
             return Err(redact(key.as_ref(), failure));
@@ -284,6 +276,35 @@ impl Inner {
             ),
         )
     }
+}
+
+/// How much of an error response is read. Provider error objects take a few hundred bytes;
+/// beyond this a proxy's HTML page or a runaway body is cut off, so it can neither exhaust
+/// memory nor keep the request open.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The start of an error response's body, at most [`MAX_ERROR_BODY`] bytes. Each read is
+/// bounded by the idle timeout; a body that stalls, fails or ends early is just shorter (the
+/// status classifies the failure). Dropping the response afterwards closes the connection.
+async fn read_error_body(
+    mut response: reqwest::Response,
+    idle: Duration,
+    cancel: &CancellationToken,
+) -> Result<Vec<u8>, LlmFailure> {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        let read = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(aborted()),
+            read = tokio::time::timeout(idle, response.chunk()) => read,
+        };
+        let Ok(Ok(Some(bytes))) = read else {
+            break;
+        };
+        let room = MAX_ERROR_BODY - body.len();
+        body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+    Ok(body)
 }
 
 fn aborted() -> LlmFailure {

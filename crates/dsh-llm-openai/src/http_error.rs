@@ -61,8 +61,9 @@ pub(crate) fn failure_from_body(status: Option<u16>, error: ErrorBody) -> LlmFai
         Some(serde_json::Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     };
-    let message = error.message.unwrap_or_default();
-    let kind = error.kind.unwrap_or_default();
+    let code_text = readable(&code_text);
+    let message = readable(&error.message.unwrap_or_default());
+    let kind = readable(&error.kind.unwrap_or_default());
     let code = classify(status, &format!("{message} {kind} {code_text}"));
     let mut text = if message.is_empty() {
         "the provider reported an error".to_owned()
@@ -91,8 +92,7 @@ pub(crate) fn failure_from_response(
     let mut failure = match serde_json::from_slice::<ErrorEnvelope>(body) {
         Ok(envelope) => failure_from_body(Some(status), envelope.error),
         Err(_) => {
-            let text = String::from_utf8_lossy(body);
-            let excerpt: String = text.trim().chars().take(500).collect();
+            let excerpt = readable(&String::from_utf8_lossy(body));
             let mut f = LlmFailure::new(classify(Some(status), &excerpt), excerpt);
             f.status = Some(status);
             f
@@ -105,6 +105,80 @@ pub(crate) fn failure_from_response(
         .find_map(|h| headers.get(*h)?.to_str().ok())
         .map(str::to_owned);
     failure
+}
+
+/// The most characters of provider-supplied text a failure message carries.
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// Provider text made fit for a failure message, which ends up in the session log and on the
+/// user's terminal: an HTML page (a proxy's or load balancer's error page) is reduced to its
+/// title, else its text; control characters (terminal escapes included) become spaces;
+/// whitespace runs collapse; the result is cut at [`MAX_MESSAGE_CHARS`].
+pub(crate) fn readable(text: &str) -> String {
+    let trimmed = text.trim_start();
+    let html;
+    // Markup with closing tags; a message like `<nil>` stays as it is.
+    let text = if trimmed.starts_with('<') && trimmed.contains("</") {
+        html = html_text(trimmed);
+        html.as_str()
+    } else {
+        text
+    };
+    let mut out = String::with_capacity(text.len().min(MAX_MESSAGE_CHARS));
+    let mut chars = 0;
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        if chars > 0 {
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= MAX_MESSAGE_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            chars += 1;
+        }
+    }
+    out
+}
+
+/// The readable text of an HTML page: its `<title>` when it has one, else its text without
+/// tags, scripts and style sheets.
+fn html_text(page: &str) -> String {
+    // ASCII lower-casing keeps byte offsets, so positions found in `lower` index `page`.
+    let lower = page.to_ascii_lowercase();
+    if let Some(open) = lower.find("<title")
+        && let Some(start) = lower[open..].find('>').map(|i| open + i + 1)
+        && let Some(len) = lower[start..].find("</title")
+        && !page[start..start + len].trim().is_empty()
+    {
+        return page[start..start + len].to_owned();
+    }
+    let mut text = String::new();
+    let mut rest = 0;
+    while let Some(tag) = lower[rest..].find('<').map(|i| rest + i) {
+        text.push_str(&page[rest..tag]);
+        text.push(' ');
+        let skip_to = ["<script", "<style"]
+            .iter()
+            .find(|t| lower[tag..].starts_with(**t))
+            .and_then(|t| {
+                lower[tag..]
+                    .find(&format!("</{}", &t[1..]))
+                    .map(|i| tag + i)
+            });
+        let from = skip_to.unwrap_or(tag);
+        match lower[from..].find('>') {
+            Some(end) => rest = from + end + 1,
+            None => return text,
+        }
+    }
+    text.push_str(&page[rest..]);
+    text
 }
 
 /// `Retry-After` in milliseconds: delta-seconds or an HTTP date, positive only.
@@ -152,6 +226,27 @@ mod tests {
         for (status, text, code) in cases {
             assert_eq!(&classify(*status, text), code, "{status:?} {text}");
         }
+    }
+
+    #[test]
+    fn provider_text_is_reduced_to_a_short_single_line_without_markup_or_escapes() {
+        let nginx = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
+                     <center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>";
+        assert_eq!(readable(nginx), "502 Bad Gateway");
+        let untitled = "<!DOCTYPE html><html><head><style>body { color: red }</style>\
+                        <script>var x = '<b>';</script></head><body><p>Upstream\n  timed out</p>\
+                        </body></html>";
+        assert_eq!(readable(untitled), "Upstream timed out");
+        assert_eq!(
+            readable("\u{1b}[31mkey\u{1b}[0m\tinvalid\u{7}"),
+            "[31mkey [0m invalid"
+        );
+        let long = readable(&"word ".repeat(1000));
+        assert_eq!(long.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(long.ends_with('…'));
+        assert_eq!(readable("<nil>"), "<nil>");
+        assert_eq!(readable("<p>unclosed</p><b"), "unclosed");
+        assert_eq!(readable("  plain  text "), "plain text");
     }
 
     #[test]

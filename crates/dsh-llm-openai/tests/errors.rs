@@ -313,3 +313,57 @@ async fn a_finish_error_is_not_mistaken_for_an_abort() {
     assert_eq!(failure.code, FailureCode::Server);
     assert!(matches!(finish(&chunks), FinishReason::Error { .. }));
 }
+
+#[tokio::test]
+async fn an_error_body_that_never_ends_is_cut_off_classified_and_disconnected() {
+    let server = MockServer::start();
+    // A proxy's HTML error page that promises 64 MiB and stalls after 256 KiB: the adapter
+    // must neither wait for the rest (the idle timeout is an hour) nor buffer it.
+    let page = format!(
+        "<html><head><title>502 Bad Gateway</title></head><body>{}",
+        "<p>upstream \u{1b}[31mfailed</p>\n".repeat(8 * 1024)
+    );
+    let raw = format!(
+        "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n{page}",
+        64 << 20
+    );
+    let (response, _hold) = MockResponse::raw(raw).hold_open();
+    server.push(response);
+    let llm =
+        with_config(deepseek_config(&server.url()).with_idle_timeout(Duration::from_secs(3600)));
+    let failure = error(&run(&llm, options("m")).await);
+    assert_eq!(failure.code, FailureCode::Server, "{failure}");
+    assert_eq!(failure.status, Some(502));
+    assert!(
+        failure.message.ends_with("HTTP 502: 502 Bad Gateway"),
+        "{failure}"
+    );
+    tokio::time::timeout(Duration::from_secs(30), server.client_disconnected())
+        .await
+        .expect("the adapter dropped the connection");
+}
+
+#[tokio::test]
+async fn provider_error_messages_reach_the_user_as_one_short_line() {
+    let (failure, _) = fail_with(MockResponse::error_json(
+        400,
+        &format!("bad\u{1b}]0;pwned\u{7}\n{}", "field ".repeat(2000)),
+        "invalid_request_error",
+        None,
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::InvalidRequest);
+    assert!(
+        !failure.message.contains(['\u{1b}', '\u{7}', '\n']),
+        "{failure}"
+    );
+    assert!(
+        failure.message.chars().count() < 1200,
+        "{}",
+        failure.message.len()
+    );
+    assert!(
+        failure.message.contains("bad ]0;pwned field field"),
+        "{failure}"
+    );
+}

@@ -129,11 +129,26 @@ impl SubagentRuntime {
         &self.inner
     }
 
-    fn check_open(&self) -> Result<(), SubagentError> {
+    /// Creates a child of `parent` for `request` and hands it the prompt, unless the runtime
+    /// is shut down: the first half of both [`delegate`](Self::delegate) and
+    /// [`start`](Self::start).
+    async fn spawn(
+        &self,
+        parent: &AgentRef,
+        request: &SubagentRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Spawned, SubagentError> {
         if self.inner.runs.lock().closed {
             return Err(SubagentError::Closed);
         }
-        Ok(())
+        spawn_child(
+            parent,
+            request,
+            &self.inner.config,
+            &self.inner.live,
+            cancel,
+        )
+        .await
     }
 
     /// Delegates `request` to a new child of `parent` and waits for the child's run: the
@@ -147,15 +162,7 @@ impl SubagentRuntime {
         request: SubagentRequest,
         cancel: &CancellationToken,
     ) -> Result<SubagentOutcome, SubagentError> {
-        self.check_open()?;
-        let spawned = spawn_child(
-            parent,
-            &request,
-            &self.inner.config,
-            &self.inner.live,
-            cancel,
-        )
-        .await?;
+        let spawned = self.spawn(parent, &request, cancel).await?;
         Ok(finish(spawned, cancel).await)
     }
 
@@ -171,15 +178,7 @@ impl SubagentRuntime {
         request: SubagentRequest,
         cancel: &CancellationToken,
     ) -> Result<SubagentTaskId, SubagentError> {
-        self.check_open()?;
-        let spawned = spawn_child(
-            parent,
-            &request,
-            &self.inner.config,
-            &self.inner.live,
-            cancel,
-        )
-        .await?;
+        let spawned = self.spawn(parent, &request, cancel).await?;
         let id = SubagentTaskId::new(format!(
             "subagent-{}",
             self.inner.next.fetch_add(1, Ordering::Relaxed)

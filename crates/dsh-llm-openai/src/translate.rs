@@ -1,5 +1,7 @@
 //! Translating chat-completion SSE events into dsh stream chunks.
 
+use std::collections::{HashMap, HashSet};
+
 use dsh_llm::{
     BlockType, CallId, ContentBlock, FailureCode, FinishReason, LlmFailure, StreamChunk, TokenUsage,
 };
@@ -21,16 +23,28 @@ pub enum Progress {
 ///
 /// Blocks open in order of first appearance: a reasoning block on the first non-empty
 /// `reasoning_content`, a text block on the first non-empty `content`, a tool-call block per
-/// wire `index` of `tool_calls`. On `[DONE]` every block ends in order, then the last usage
-/// seen, then the finish. The translator is pure (no I/O), so it is tested and benchmarked
-/// without a network.
+/// call of `tool_calls`. On `[DONE]` every block ends in order, then the last usage seen, then
+/// the finish. The translator is pure (no I/O), so it is tested and benchmarked without a
+/// network.
+///
+/// Tool-call deltas are matched to calls by wire `index`, as OpenAI sends them. Servers that
+/// deviate are handled without merging two calls into one (which would run a call with the
+/// concatenated arguments of both and leave the other unanswered): a delta whose id differs
+/// from the id its index already carries starts a new call (some servers number every call
+/// 0); a delta without an index belongs to the call its id names, or, without an id, to the
+/// latest call. Ids are unique within a response: a call without one is named `call_<block>`,
+/// and a repeated id gets `_<block>` appended, so every call can be answered exactly once.
 #[derive(Debug, Default)]
 pub struct Translator {
     blocks: Vec<Open>,
     text: Option<u32>,
     reasoning: Option<u32>,
-    /// `(wire index, block index)` of the tool calls seen.
-    tools: Vec<(u64, u32)>,
+    /// Block of the latest call seen under each wire index.
+    tool_indices: HashMap<u64, u32>,
+    /// Block of each tool-call id seen.
+    tool_ids: HashMap<String, u32>,
+    /// The block of the latest tool-call delta.
+    last_tool: Option<u32>,
     finish_reason: Option<String>,
     usage: Option<TokenUsage>,
 }
@@ -103,8 +117,8 @@ impl Translator {
                         text: text.into_owned(),
                     }]);
                 }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                    self.tool_call(position as u64, call, out);
+                for call in delta.tool_calls.into_iter().flatten() {
+                    self.tool_call(call, out);
                 }
             }
             if let Some(reason) = choice.finish_reason {
@@ -156,15 +170,25 @@ impl Translator {
         i
     }
 
-    fn tool_call(
-        &mut self,
-        position: u64,
-        call: ToolCallDelta<'_>,
-        out: &mut impl Extend<StreamChunk>,
-    ) {
-        let wire = call.index.unwrap_or(position);
-        let index = match self.tools.iter().find(|(w, _)| *w == wire) {
-            Some((_, i)) => *i,
+    /// The block an existing call's delta continues, if any (see [`Translator`]).
+    fn tool_block(&self, wire: Option<u64>, id: Option<&str>) -> Option<u32> {
+        let block = match (wire, id) {
+            (Some(wire), _) => self.tool_indices.get(&wire).copied(),
+            (None, Some(id)) => return self.tool_ids.get(id).copied(),
+            (None, None) => return self.last_tool,
+        }?;
+        match (id, self.blocks.get(block as usize)) {
+            (Some(new), Some(Open::ToolCall { id: old, .. })) if !old.is_empty() && old != new => {
+                None
+            }
+            _ => Some(block),
+        }
+    }
+
+    fn tool_call(&mut self, call: ToolCallDelta<'_>, out: &mut impl Extend<StreamChunk>) {
+        let call_id = call.id.filter(|i| !i.is_empty());
+        let index = match self.tool_block(call.index, call_id.as_deref()) {
+            Some(i) => i,
             None => {
                 let open = Open::ToolCall {
                     id: String::new(),
@@ -172,10 +196,13 @@ impl Translator {
                     arguments: String::new(),
                 };
                 let i = self.open(open, BlockType::ToolCall, out);
-                self.tools.push((wire, i));
+                if let Some(wire) = call.index {
+                    self.tool_indices.insert(wire, i);
+                }
                 i
             }
         };
+        self.last_tool = Some(index);
         let (name_delta, args_delta) = match call.function {
             Some(f) => (f.name, f.arguments),
             None => (None, None),
@@ -188,8 +215,11 @@ impl Translator {
         else {
             return;
         };
-        if let Some(new_id) = call.id.filter(|i| !i.is_empty()) {
+        if let Some(new_id) = call_id
+            && id.is_empty()
+        {
             *id = new_id.into_owned();
+            self.tool_ids.entry(id.clone()).or_insert(index);
         }
         let name_delta = name_delta.filter(|n| !n.is_empty()).map(|n| {
             *name = n.clone().into_owned();
@@ -208,6 +238,7 @@ impl Translator {
     fn finish(&mut self, out: &mut impl Extend<StreamChunk>) {
         let blocks = std::mem::take(&mut self.blocks);
         let empty = blocks.is_empty();
+        let mut call_ids = HashSet::new();
         for (i, block) in blocks.into_iter().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
             let block = match block {
@@ -217,16 +248,23 @@ impl Translator {
                     id,
                     name,
                     arguments,
-                } => ContentBlock::ToolCall {
-                    // A call without an id could never be answered; give it a stable one.
-                    id: if id.is_empty() {
-                        CallId::new(format!("call_{index}"))
+                } => {
+                    // A call without an id, or with another call's id, could never be answered
+                    // on its own; give it a stable, unique one.
+                    let mut id = if id.is_empty() {
+                        format!("call_{index}")
                     } else {
-                        CallId::new(id)
-                    },
-                    name,
-                    arguments,
-                },
+                        id
+                    };
+                    while !call_ids.insert(id.clone()) {
+                        id = format!("{id}_{index}");
+                    }
+                    ContentBlock::ToolCall {
+                        id: CallId::new(id),
+                        name,
+                        arguments,
+                    }
+                }
             };
             out.extend([StreamChunk::BlockEnd { index, block }]);
         }
@@ -257,5 +295,94 @@ impl Translator {
             reason,
             replay_state: None,
         }]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_llm::BlockAssembler;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// The blocks and finish of a stream whose chunks carry these `tool_calls` deltas.
+    fn calls(deltas: &[Value]) -> (Vec<ContentBlock>, FinishReason) {
+        let mut translator = Translator::new();
+        let mut chunks: Vec<StreamChunk> = Vec::new();
+        for delta in deltas {
+            let event = json!({"choices": [{"index": 0, "delta": {"tool_calls": delta}}]});
+            translator
+                .on_event(&event.to_string(), &mut chunks)
+                .unwrap();
+        }
+        let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+        translator
+            .on_event(&finish.to_string(), &mut chunks)
+            .unwrap();
+        assert_eq!(
+            translator.on_event("[DONE]", &mut chunks).unwrap(),
+            Progress::Done
+        );
+        let mut assembler = BlockAssembler::new();
+        for chunk in &chunks {
+            assembler.push(chunk);
+        }
+        (assembler.blocks(), assembler.finish())
+    }
+
+    fn call(id: &str, name: &str, arguments: &str) -> ContentBlock {
+        ContentBlock::ToolCall {
+            id: CallId::new(id),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn a_new_id_under_a_used_index_is_a_new_call_not_a_continuation() {
+        let (blocks, finish) = calls(&[
+            json!([{"index": 0, "id": "a", "function": {"name": "read", "arguments": "{\"p\":1}"}}]),
+            json!([{"index": 0, "id": "b", "function": {"name": "bash", "arguments": "{\"c\""}}]),
+            json!([{"index": 0, "function": {"arguments": ":2}"}}]),
+        ]);
+        assert_eq!(finish, FinishReason::ToolCalls);
+        assert_eq!(
+            blocks,
+            [
+                call("a", "read", "{\"p\":1}"),
+                call("b", "bash", "{\"c\":2}")
+            ]
+        );
+    }
+
+    #[test]
+    fn deltas_without_an_index_belong_to_the_call_their_id_names_else_the_latest() {
+        let (blocks, _) = calls(&[
+            json!([{"id": "a", "function": {"name": "read", "arguments": "{"}}]),
+            json!([{"function": {"arguments": "}"}}]),
+            json!([{"id": "b", "function": {"name": "bash", "arguments": "[1"}}]),
+            json!([{"id": "a", "function": {"arguments": ""}}]),
+            json!([{"id": "b", "function": {"arguments": "]"}}]),
+        ]);
+        assert_eq!(blocks, [call("a", "read", "{}"), call("b", "bash", "[1]")]);
+    }
+
+    #[test]
+    fn every_call_of_a_response_gets_a_distinct_id() {
+        let (blocks, _) = calls(&[
+            json!([{"index": 0, "id": "x", "function": {"name": "t", "arguments": "1"}}]),
+            json!([{"index": 1, "id": "x", "function": {"name": "t", "arguments": "2"}}]),
+            json!([{"index": 2, "function": {"name": "t", "arguments": "3"}}]),
+            json!([{"index": 3, "id": "call_2", "function": {"name": "t", "arguments": "4"}}]),
+        ]);
+        assert_eq!(
+            blocks,
+            [
+                call("x", "t", "1"),
+                call("x_1", "t", "2"),
+                call("call_2", "t", "3"),
+                call("call_2_3", "t", "4"),
+            ]
+        );
     }
 }

@@ -52,27 +52,39 @@ impl std::fmt::Debug for OpenAiAdapter {
 }
 
 impl OpenAiAdapter {
-    /// An adapter for `config`. Fails when the base URL is not an absolute http(s) URL or the
-    /// HTTP client cannot be built.
+    /// An adapter for `config`. Fails when the base URL is not an absolute http(s) URL, carries
+    /// credentials, a query or a fragment, or the HTTP client cannot be built.
+    ///
+    /// Credentials in the URL are refused because the endpoint is quoted in every transport
+    /// failure and in `Debug` output, where a key must never appear; a query or fragment is
+    /// refused because `{base_url}/chat/completions` would append the path to it.
     pub fn new(config: OpenAiAdapterConfig) -> Result<Self, LlmError> {
         let base = config.base_url.trim().trim_end_matches('/');
-        let url = reqwest::Url::parse(base).map_err(|e| {
+        let invalid = |why: &str| {
             LlmError::new(
                 FailureCode::InvalidRequest,
-                format!(
-                    "the base URL `{base}` of route `{}` is invalid: {e}",
-                    config.route
-                ),
+                format!("the base URL of route `{}` {why}", config.route),
             )
+        };
+        let url = reqwest::Url::parse(base).map_err(|e| {
+            // A URL that fails to parse may still hold a key before an `@`; quote it only
+            // when it cannot.
+            if base.contains('@') {
+                invalid(&format!("is invalid: {e}"))
+            } else {
+                invalid(&format!("`{base}` is invalid: {e}"))
+            }
         })?;
-        if !matches!(url.scheme(), "http" | "https") || !url.username().is_empty() {
-            return Err(LlmError::new(
-                FailureCode::InvalidRequest,
-                format!(
-                    "the base URL of route `{}` must be an http(s) URL without credentials",
-                    config.route
-                ),
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid("must be an http(s) URL"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid(
+                "must not carry credentials; configure the API key instead",
             ));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(invalid("must not have a query or a fragment"));
         }
         let endpoint = format!("{base}/chat/completions");
         let client = reqwest::Client::builder()

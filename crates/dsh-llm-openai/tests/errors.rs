@@ -367,3 +367,28 @@ async fn provider_error_messages_reach_the_user_as_one_short_line() {
         "{failure}"
     );
 }
+
+#[test]
+fn base_urls_with_credentials_a_query_or_a_fragment_are_refused_without_echoing_the_key() {
+    let cases = [
+        (format!("https://:{KEY}@api.example.com"), "credentials"),
+        (
+            format!("https://user:{KEY}@api.example.com/v1"),
+            "credentials",
+        ),
+        (format!("https://{KEY}@api.example.com"), "credentials"),
+        (format!("https://u:{KEY}@api.example.com:99999"), "invalid"),
+        (
+            "https://api.example.com/v1?api-version=1".to_owned(),
+            "query",
+        ),
+        ("https://api.example.com/v1#x".to_owned(), "fragment"),
+        ("ftp://api.example.com".to_owned(), "http(s)"),
+    ];
+    for (url, why) in cases {
+        let err = OpenAiAdapter::new(deepseek_config(&url)).unwrap_err();
+        assert_eq!(err.code(), &FailureCode::InvalidRequest, "{url}");
+        assert!(err.to_string().contains(why), "{url}: {err}");
+        assert!(!err.to_string().contains(KEY), "key leaked: {err}");
+    }
+}

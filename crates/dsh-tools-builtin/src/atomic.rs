@@ -25,6 +25,20 @@ impl Drop for TempGuard {
     }
 }
 
+/// Longest part of the target's name kept in the temporary name, in bytes: with the dot, the
+/// `.dsh-<pid>-<n>-<nanos>.tmp` suffix (at most 50 bytes) stays within NAME_MAX (255 bytes).
+const TEMP_STEM_BYTES: usize = 100;
+
+/// The start of `name` that fits [`TEMP_STEM_BYTES`], cut on a character boundary. Counted in
+/// bytes, not characters: NAME_MAX is in bytes, and a name of 100 CJK characters is 300.
+fn temp_stem(name: &str) -> &str {
+    let mut end = name.len().min(TEMP_STEM_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// Creates the temporary sibling exclusively (never following or reusing an existing path),
 /// mode 0666 minus the umask, as a plain create would.
 fn create_temp(dir: &Path, name: &str) -> io::Result<(File, PathBuf)> {
@@ -61,10 +75,9 @@ pub(crate) fn write_atomic(
     let dir = target
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    // Shortened so the temporary name stays within NAME_MAX however long the target's is.
-    let name: String = target
+    let name = target
         .file_name()
-        .map(|n| n.to_string_lossy().chars().take(100).collect())
+        .map(|n| temp_stem(&n.to_string_lossy()).to_owned())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     let (mut file, temp) = create_temp(dir, &name)?;
     let mut guard = TempGuard(Some(temp.clone()));
@@ -83,4 +96,18 @@ pub(crate) fn write_atomic(
         tracing::warn!(dir = %dir.display(), %error, "could not flush the directory after a write");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_stem_is_cut_in_bytes_on_a_character_boundary() {
+        assert_eq!(temp_stem("short.rs"), "short.rs");
+        let wide = "文".repeat(84);
+        let stem = temp_stem(&wide);
+        assert_eq!(stem.len(), 99, "33 whole characters");
+        assert!(wide.starts_with(stem));
+    }
 }

@@ -417,6 +417,16 @@ async fn replacing_a_file_keeps_its_mode_and_leaves_no_temporary_file() {
 }
 
 #[tokio::test]
+async fn a_file_whose_multibyte_name_nearly_fills_name_max_can_be_created_and_edited() {
+    let f = Fixture::new().await;
+    // 84 three-byte characters: 252 bytes, a valid name just under NAME_MAX (255).
+    let name = "文".repeat(84);
+    ok(&f.write(&name, "one\n").await);
+    ok(&f.edit(&name, "one", "two").await);
+    assert_eq!(f.get(&name), b"two\n");
+}
+
+#[tokio::test]
 async fn writing_through_a_symlink_replaces_the_target_and_keeps_the_link() {
     let f = Fixture::new().await;
     f.put("real.txt", "real\n");

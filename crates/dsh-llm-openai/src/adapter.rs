@@ -193,7 +193,9 @@ struct Running {
     pending: VecDeque<StreamChunk>,
     /// A failure to report once the chunks before it are out.
     failure: Option<LlmFailure>,
-    received: usize,
+    received: u64,
+    /// [`OpenAiAdapterConfig::max_response_bytes`].
+    max_received: u64,
     cancel: CancellationToken,
     idle: Duration,
     endpoint: String,
@@ -271,6 +273,7 @@ impl Inner {
             pending: VecDeque::new(),
             failure: None,
             received: 0,
+            max_received: self.config.max_response_bytes,
             cancel,
             idle,
             endpoint: self.endpoint.clone(),
@@ -401,7 +404,17 @@ impl Running {
 
     /// Parses and translates one read's worth of bytes into `pending` (or `failure`).
     fn consume(&mut self, bytes: &[u8]) {
-        self.received += bytes.len();
+        self.received = self.received.saturating_add(bytes.len() as u64);
+        if self.received > self.max_received {
+            self.failure = Some(LlmFailure::new(
+                FailureCode::MalformedResponse,
+                format!(
+                    "the response from {} exceeded {} bytes",
+                    self.endpoint, self.max_received
+                ),
+            ));
+            return;
+        }
         let mut events = std::mem::take(&mut self.events);
         if let Err(e) = self.parser.feed(bytes, &mut events) {
             self.failure = Some(LlmFailure::new(

@@ -52,6 +52,11 @@ pub struct OpenAiAdapterConfig {
     pub thinking: ThinkingMode,
     /// Longest wait for any read (the response head or the next body bytes).
     pub idle_timeout: Duration,
+    /// Most bytes one streamed response may take (default 256 MiB, far above any real answer:
+    /// a 256k-token completion is some 64 MiB of events). A server that streams past it (a
+    /// runaway local model, a hostile endpoint) fails `MALFORMED_RESPONSE` instead of growing
+    /// the assembled message and the session without bound.
+    pub max_response_bytes: u64,
     /// Retry policy reported for the route.
     pub retry_policy: Option<RetryPolicy>,
 }
@@ -64,6 +69,7 @@ pub const DEEPSEEK_BASE_URL_ENV: &str = "DEEPSEEK_BASE_URL";
 pub const DEEPSEEK_DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 << 20;
 
 /// Efforts DeepSeek's thinking models accept.
 pub(crate) const DEEPSEEK_EFFORTS: [&str; 4] = ["off", "low", "high", "max"];
@@ -84,6 +90,7 @@ impl OpenAiAdapterConfig {
             default_effort: Some("high".to_owned()),
             thinking: ThinkingMode::Enabled,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry_policy: Some(RetryPolicy::default()),
         }
     }
@@ -126,6 +133,7 @@ impl OpenAiAdapterConfig {
             default_effort: None,
             thinking: ThinkingMode::Enabled,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry_policy: Some(RetryPolicy::default()),
         }
     }
@@ -133,6 +141,12 @@ impl OpenAiAdapterConfig {
     /// Sets the idle timeout.
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the response size limit.
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 

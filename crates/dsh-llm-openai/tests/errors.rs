@@ -392,3 +392,26 @@ fn base_urls_with_credentials_a_query_or_a_fragment_are_refused_without_echoing_
         assert!(!err.to_string().contains(KEY), "key leaked: {err}");
     }
 }
+
+#[tokio::test]
+async fn a_response_streaming_past_the_size_limit_is_malformed_after_the_chunks_so_far() {
+    let server = MockServer::start();
+    let mut stream = ChatStream::new("m").role();
+    for _ in 0..64 {
+        stream = stream.delta(serde_json::json!({"content": "x".repeat(1024)}), None);
+    }
+    server.push(MockResponse::sse(stream.finish("stop").done().build()));
+    let llm = with_config(deepseek_config(&server.url()).with_max_response_bytes(16 * 1024));
+    let chunks = run(&llm, options("m")).await;
+    let failure = error(&chunks);
+    assert_eq!(failure.code, FailureCode::MalformedResponse, "{failure}");
+    assert!(failure.message.contains("16384 bytes"), "{failure}");
+    let text: usize = chunks
+        .iter()
+        .map(|c| match c {
+            StreamChunk::TextDelta { text, .. } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    assert!((1..=16 * 1024).contains(&text), "{text}");
+}

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use dsh_session::{FailureCode, FinishReason, LlmFailure, StreamChunk};
 use futures::Stream;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::adapter::{ChunkStream, LlmStream};
 
@@ -32,11 +32,14 @@ pub fn terminal_failure(failure: LlmFailure, cancel: &CancellationToken) -> Stre
 ///
 /// An `Err` item, the end of the stream without a `finish`, or a panic while polling becomes
 /// a terminal `finish{error|aborted}`; an adapter's own `finish{error}` with code `ABORTED` is
-/// reported as `aborted`. The adapter stream is dropped as soon as the terminal chunk is
-/// produced, so its connection closes and nothing after the finish is ever observed.
+/// reported as `aborted`. Once `cancel` fires, an adapter stream that has nothing ready ends
+/// `aborted` at once, so an adapter that ignores cancellation cannot keep a turn waiting. The
+/// adapter stream is dropped as soon as the terminal chunk is produced, so its connection
+/// closes and nothing after the finish is ever observed.
 pub fn normalize_stream(inner: ChunkStream, cancel: CancellationToken) -> LlmStream {
     Box::pin(Normalized {
         inner: Some(inner),
+        cancelled: Box::pin(cancel.clone().cancelled_owned()),
         cancel,
     })
 }
@@ -45,6 +48,9 @@ struct Normalized {
     /// `None` once the terminal chunk has been produced.
     inner: Option<ChunkStream>,
     cancel: CancellationToken,
+    /// Resolves when `cancel` fires; polled only while the adapter has nothing ready, so an
+    /// adapter's own terminal chunk wins whenever it has one.
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl Normalized {
@@ -64,7 +70,17 @@ impl Stream for Normalized {
         };
         let polled = catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_next(cx)));
         match polled {
-            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Pending) => {
+                if this.cancelled.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let failure = LlmFailure::new(
+                    FailureCode::Aborted,
+                    "the request was cancelled (the adapter had not stopped)",
+                );
+                let chunk = terminal_failure(failure, &this.cancel);
+                this.terminate(chunk)
+            }
             Ok(Poll::Ready(Some(Ok(StreamChunk::Finish {
                 reason,
                 replay_state,

@@ -197,6 +197,7 @@ enum Misbehaviour {
     PanicsWhilePolled,
     PanicsWhenStarted,
     FinishErrorWithAbortedCode,
+    IgnoresCancellation,
 }
 
 struct Misbehaving(Misbehaviour);
@@ -244,6 +245,11 @@ impl Adapter for Misbehaving {
                     .boxed();
             }
             PanicsWhenStarted => panic!("cannot start"),
+            IgnoresCancellation => {
+                return futures::stream::iter([Ok(delta("a"))])
+                    .chain(futures::stream::pending())
+                    .boxed();
+            }
             FinishErrorWithAbortedCode => vec![Ok(StreamChunk::Finish {
                 reason: FinishReason::Error {
                     failure: LlmFailure::new(FailureCode::Aborted, "stop"),
@@ -290,6 +296,30 @@ async fn every_adapter_failure_form_becomes_exactly_one_terminal_finish() {
     let chunks = collect(llm.stream(options("bad"))).await;
     assert_eq!(terminal(&chunks), FinishReason::Stop);
     assert_eq!(chunks.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_request_finishes_aborted_even_when_the_adapter_ignores_the_cancel() {
+    let llm = Llm::new();
+    llm.register_adapter(
+        &["deaf"],
+        Arc::new(Misbehaving(Misbehaviour::IgnoresCancellation)),
+    )
+    .unwrap();
+    let opts = options("deaf");
+    let cancel = opts.cancel.clone();
+    let mut stream = llm.stream(opts);
+    assert_eq!(stream.next().await, Some(delta("a")));
+    cancel.cancel();
+    // Paused time: if the stream never ends, the deadline fires at once instead of hanging.
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(3600), collect(stream))
+        .await
+        .expect("the stream ended after the cancel");
+    match terminal(&rest) {
+        FinishReason::Aborted { failure } => assert_eq!(failure.code, FailureCode::Aborted),
+        other => panic!("expected aborted, got {other:?}"),
+    }
+    assert_eq!(rest.len(), 1);
 }
 
 #[tokio::test]

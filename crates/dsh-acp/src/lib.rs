@@ -17,6 +17,8 @@
 //! - Leak-free disconnect: the bridge holds each session's `AgentHandle` and disposes it, so
 //!   after the client goes away no bridge-owned agent or session-store entry remains, even for
 //!   a `session/new` that raced the close ([`BridgeClosing`] marks the moment).
+//! - The same teardown on the front end's request ([`serve_until`]: a signal handler's stop),
+//!   with the connection still open so outstanding prompts are answered `cancelled`.
 //!
 //! A front end composes the core services, then hands the context and its stdio over:
 //!
@@ -58,5 +60,5 @@ pub use bridge::BridgeClosing;
 pub use errors::AcpError;
 pub use modes::Mode;
 pub use options::{AcpOptions, AgentSetupHook, ApprovalPolicy};
-pub use server::serve;
+pub use server::{serve, serve_until};
 pub use settle::CANCEL_ANSWER_DEADLINE;

@@ -20,6 +20,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, ByteStreams, Error, JsonRpcResponse};
 use dsh_kernel::Context;
 use dsh_session::SessionId;
+use futures::FutureExt;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::Bridge;
@@ -58,12 +59,55 @@ where
     R: tokio::io::AsyncRead + Send + 'static,
     W: tokio::io::AsyncWrite + Send + 'static,
 {
+    serve_until(ctx, options, input, output, std::future::pending()).await
+}
+
+/// [`serve`], which also ends when `stop` resolves — how a front end turns SIGTERM or Ctrl-C
+/// into the bridge's own orderly teardown instead of dropping the connection mid-turn.
+///
+/// On `stop` the bridge closes to new sessions and tears every session down exactly as on a
+/// hangup (cancel with cause `user`, drain, dispose), but while the connection is still open:
+/// each outstanding `session/prompt` is answered `cancelled` and its last updates reach the
+/// client before the answer. Then the connection is closed (frames already queued are written
+/// first) and this returns `Ok`. The teardown itself is not bounded here; a front end that must
+/// exit within a deadline wraps the call in a timeout.
+pub async fn serve_until<R, W, S>(
+    ctx: Context,
+    options: AcpOptions,
+    input: R,
+    output: W,
+    stop: S,
+) -> Result<(), AcpError>
+where
+    R: tokio::io::AsyncRead + Send + 'static,
+    W: tokio::io::AsyncWrite + Send + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
     let bridge = Bridge::new(&ctx, options)?;
     let hangup = Hangup::default();
     let input = WatchedInput::new(input, hangup.clone());
     let output = WatchedOutput::new(output, hangup.clone());
     let transport = ByteStreams::new(output.compat_write(), input.compat());
-    let served = match connection(&bridge).connect_to(transport).await {
+    // One teardown shared by both ends of the connection. It may start inside the connection
+    // (on `stop`) and be cut off there when the transport fails; the clone awaited below then
+    // drives the same future to its end instead of starting over without the records.
+    let quiesce = {
+        let bridge = bridge.clone();
+        async move { teardown::quiesce(&bridge).await }
+            .boxed()
+            .shared()
+    };
+    let on_stop = quiesce.clone();
+    let served = connection(&bridge)
+        .connect_with(transport, async move |cx| {
+            tokio::select! {
+                () = cx.incoming_closed() => {}
+                () = stop => on_stop.await,
+            }
+            Ok(())
+        })
+        .await;
+    let served = match served {
         // Frames still in flight when an editor quits fail to write: that is its goodbye.
         Err(error) if hangup.happened() => {
             tracing::debug!(%error, "the ACP client hung up with frames in flight");
@@ -75,7 +119,7 @@ where
         }
         Ok(()) => Ok(()),
     };
-    teardown::quiesce(&bridge).await;
+    quiesce.await;
     served.map_err(AcpError::Transport)
 }
 

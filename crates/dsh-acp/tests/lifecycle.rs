@@ -69,6 +69,46 @@ async fn disconnect_leaves_no_agent_and_no_store_entry_of_the_bridge_and_keeps_o
     other.dispose().await;
 }
 
+#[tokio::test]
+async fn a_stop_tears_every_session_down_while_the_client_still_hears_the_prompt_cancelled() {
+    let h = H::new().await;
+    h.adapter.push(Script::partial_then_hang("work"));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    let mut conn = h
+        .connect_until(options(), async move { stopped.cancelled().await })
+        .await;
+    let busy = conn.session().await;
+    let idle = conn.session().await;
+    let prompt = conn.prompt(&busy, "go");
+    h.adapter.wait_for_requests(1).await;
+    let session = h.agent(&busy).unwrap().session().clone();
+    stop.cancel();
+    // The client never hung up: the answer came over the open connection.
+    assert_eq!(
+        prompt.await.unwrap().unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    conn.server_returned().await.unwrap();
+    for id in [&busy, &idle] {
+        let id = SessionId::new(id.as_str());
+        assert!(
+            h.core.registry.get(&id).is_none(),
+            "agent {id} still registered"
+        );
+        assert!(h.core.store.get(&id).is_none(), "session {id} still live");
+    }
+    assert_eq!(turn_ends(&session), vec![aborted_by_user()]);
+    assert_balanced(&session);
+    // Frames after the stop are not served: the connection is closed.
+    let late = conn
+        .cx
+        .send_request(NewSessionRequest::new(conn.cwd.clone()))
+        .block_task()
+        .await;
+    assert!(late.is_err(), "{late:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_new_racing_the_close_is_disposed_and_leaves_nothing_registered() {
     let h = H::new().await;

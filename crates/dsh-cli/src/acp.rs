@@ -7,13 +7,16 @@
 use std::sync::Arc;
 
 use dsh_acp::{AcpOptions, ApprovalPolicy};
+use tokio::time::Instant;
 
 use crate::compose::{AgentSpec, agent_setup, compose_for_acp};
 use crate::config::{Settings, process_env};
 use crate::run::DRAIN;
 use crate::signals::Signals;
 
-/// Serves ACP on stdin/stdout until the client closes stdin; returns the exit status.
+/// Serves ACP on stdin/stdout until the client closes stdin (exit 0) or a signal stops it
+/// (130 after SIGINT, 143 after SIGTERM, once every session is cancelled, drained and saved —
+/// at most [`DRAIN`] — or at once on a second signal); returns the exit status.
 pub fn main(settings: Settings, auto_approve: bool) -> i32 {
     if let Err(e) = settings.check_credentials(&process_env) {
         eprintln!("dsh: {e:#}");
@@ -26,7 +29,7 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
             return 1;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let mut signals = match Signals::install() {
             Ok(s) => s,
             Err(e) => {
@@ -54,31 +57,59 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         let options = AcpOptions::new(composed.agent_options())
             .with_approval(approval)
             .with_agent_setup(Arc::new(|| agent_setup(&AgentSpec::default())));
-        let served = dsh_acp::serve(
+        // A signal asks the bridge for its own teardown (every session cancelled with cause
+        // `user`, drained, disposed; outstanding prompts answered `cancelled`), bounded by
+        // DRAIN. The loop's shutdown then only has the config-declared agents left to stop.
+        let mut first_signal = signals.clone();
+        let stop = async move {
+            first_signal.first().await;
+        };
+        let served = dsh_acp::serve_until(
             composed.ctx.clone(),
             options,
             tokio::io::stdin(),
             tokio::io::stdout(),
+            stop,
         );
-        let code = tokio::select! {
-            result = served => match result {
-                Ok(()) => 0,
-                Err(e) => {
-                    eprintln!("dsh: {e}");
-                    1
+        tokio::pin!(served);
+        let (code, deadline) = tokio::select! {
+            result = &mut served => {
+                let code = match result {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("dsh: {e}");
+                        1
+                    }
+                };
+                (code, Instant::now() + DRAIN)
+            }
+            stop = signals.first() => {
+                // From now on a second signal exits at once. One deadline bounds the whole
+                // stop: the bridge's teardown and the loop's shutdown after it.
+                signals.exit_on_next();
+                let deadline = Instant::now() + DRAIN;
+                match tokio::time::timeout_at(deadline, &mut served).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::warn!(%error, "the ACP connection failed while stopping"),
+                    Err(_) => tracing::warn!("the ACP sessions did not stop within {DRAIN:?}"),
                 }
-            },
-            stop = signals.first() => stop.exit_code(),
+                (stop.exit_code(), deadline)
+            }
         };
         signals.exit_on_next();
-        // Every agent (the bridge's included) is stopped, drained and flushed by the loop's
-        // shutdown, so a signal still leaves balanced session files.
-        if tokio::time::timeout(DRAIN, composed.shutdown())
+        // Every agent still running (config-declared ones, or a bridge session whose teardown
+        // ran out of time) is stopped, drained and flushed by the loop's shutdown.
+        if tokio::time::timeout_at(deadline, composed.shutdown())
             .await
             .is_err()
         {
             tracing::warn!("teardown did not finish within {DRAIN:?}; exiting anyway");
         }
         code
-    })
+    });
+    // The runtime reads stdin on a blocking thread that nothing can interrupt: after a signal
+    // the editor may still hold the pipe open, and waiting for that read would keep dsh alive.
+    // Everything durable is done by now, so leave that thread behind.
+    runtime.shutdown_background();
+    code
 }

@@ -3,75 +3,194 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
-use common::World;
+use common::{World, block_on};
+use dsh_session::{CancelCause, EventKind, SessionEvent, TurnEndReason};
 use dsh_testkit::MockResponse;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 /// Bound on waiting for one frame, so a broken server fails the test instead of hanging it.
 const FRAME_DEADLINE: Duration = Duration::from_secs(60);
 
-#[test]
-fn acp_serves_a_prompt_over_stdio_with_only_protocol_frames_on_stdout() {
-    let w = World::new();
-    std::fs::write(w.cwd.path().join("AGENTS.md"), "Project rule: be brief.").unwrap();
-    w.server.push(MockResponse::text("Hello from dsh."));
-    let mut child = w
-        .dsh(&["acp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, frames) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
+/// A `dsh acp` child and a minimal JSON-RPC client on its stdio. Every stdout line must be a
+/// JSON-RPC 2.0 frame; notifications received while waiting for a response are kept in `seen`.
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: mpsc::Receiver<String>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    seen: Vec<Value>,
+    next_id: u64,
+}
+
+impl Acp {
+    fn spawn(w: &World) -> Acp {
+        let mut child = w
+            .dsh(&["acp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, frames) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
             }
+        });
+        Acp {
+            child,
+            stdin,
+            frames,
+            reader: Some(reader),
+            seen: Vec::new(),
+            next_id: 0,
         }
-    });
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
+    }
+
+    fn send(&mut self, frame: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{frame}").unwrap();
         stdin.flush().unwrap();
-    };
-    let mut seen = Vec::new();
-    let response = |id: u64, seen: &mut Vec<Value>| -> Value {
+    }
+
+    /// Sends a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to request `id`.
+    fn response(&mut self, id: u64) -> Value {
         loop {
-            let line = frames.recv_timeout(FRAME_DEADLINE).unwrap();
+            let line = self.frames.recv_timeout(FRAME_DEADLINE).unwrap();
             let frame: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
             assert_eq!(frame["jsonrpc"], "2.0", "{frame}");
             if frame["id"] == json!(id) && frame.get("method").is_none() {
                 return frame;
             }
-            seen.push(frame);
+            self.seen.push(frame);
         }
-    };
+    }
 
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    let init = response(0, &mut seen);
-    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(id)
+    }
 
-    let cwd = w.cwd.path().canonicalize().unwrap();
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-        "params": {"cwd": cwd, "mcpServers": []}}));
-    let created = response(1, &mut seen);
-    let session_id = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    fn initialize(&mut self) {
+        let init = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    }
 
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-        "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}}),
-    );
-    let done = response(2, &mut seen);
+    fn new_session(&mut self, w: &World) -> String {
+        let cwd = w.cwd.path().canonicalize().unwrap();
+        let created = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        created["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    fn signal(&self, sig: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+
+    /// Waits (polling, with a bounded deadline) for the process to exit; kills it and fails
+    /// when it does not. Returns the status and what it wrote to stderr.
+    fn exit(&mut self, deadline: Duration) -> (ExitStatus, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "dsh acp still running {deadline:?} later; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (status, self.stderr())
+    }
+
+    fn stderr(&mut self) -> String {
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    }
+
+    /// Closes stdin (the editor hangs up) and waits for the process to exit.
+    fn hang_up(&mut self) -> (ExitStatus, String) {
+        drop(self.stdin.take());
+        let exited = self.exit(FRAME_DEADLINE);
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        exited
+    }
+}
+
+/// Every session file's events exactly as they are on disk (no repair), by session id.
+fn stored_sessions(w: &World) -> Vec<(String, Vec<Arc<SessionEvent>>)> {
+    w.session_files()
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let mut lines = text.lines();
+            let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+            let events = lines
+                .map(|l| Arc::new(serde_json::from_str(l).unwrap()))
+                .collect();
+            (header["id"].as_str().unwrap().to_owned(), events)
+        })
+        .collect()
+}
+
+fn last_turn_end(events: &[Arc<SessionEvent>]) -> Option<TurnEndReason> {
+    events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::TurnEnd(t) => Some(t.reason.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn acp_serves_a_prompt_over_stdio_with_only_protocol_frames_on_stdout() {
+    let w = World::new();
+    std::fs::write(w.cwd.path().join("AGENTS.md"), "Project rule: be brief.").unwrap();
+    w.server.push(MockResponse::text("Hello from dsh."));
+    let mut acp = Acp::spawn(&w);
+    acp.initialize();
+    let session_id = acp.new_session(&w);
+    let prompt = acp.prompt(&session_id, "hi");
+    let done = acp.response(prompt);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    let streamed: String = seen
+    let streamed: String = acp
+        .seen
         .iter()
         .filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
         .filter_map(|f| f["params"]["update"]["content"]["text"].as_str())
@@ -90,10 +209,69 @@ fn acp_serves_a_prompt_over_stdio_with_only_protocol_frames_on_stdout() {
     );
 
     // Closing stdin ends the connection; the bridge tears its sessions down and dsh exits.
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
+    let (status, _) = acp.hang_up();
     assert_eq!(status.code(), Some(0));
     let events = w.load(&session_id);
     dsh_session::check_balanced(&events).unwrap();
+}
+
+/// A signal while one session's answer is still streaming (the editor keeps stdin open):
+/// returns the held prompt's answer, the exit status and stderr, and the ids of the session
+/// that finished a turn before and of the one that was streaming.
+fn signal_while_a_prompt_streams(
+    w: &World,
+    sig: Signal,
+) -> (Value, ExitStatus, String, String, String) {
+    w.server.push(MockResponse::text("first answer"));
+    let (held, hold) = MockResponse::text("this answer never finishes").hold_after(3);
+    w.server.push(held);
+    let mut acp = Acp::spawn(w);
+    acp.initialize();
+    let done = acp.new_session(w);
+    let busy = acp.new_session(w);
+    let first = acp.prompt(&done, "first");
+    assert_eq!(acp.response(first)["result"]["stopReason"], "end_turn");
+    let held_prompt = acp.prompt(&busy, "wait for it");
+    block_on(hold.reached());
+    acp.signal(sig);
+    let answer = acp.response(held_prompt);
+    let (status, stderr) = acp.exit(FRAME_DEADLINE);
+    (answer, status, stderr, done, busy)
+}
+
+fn assert_stopped_in_order(w: &World, done: &str, busy: &str) {
+    let sessions = stored_sessions(w);
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    for (id, events) in &sessions {
+        dsh_session::check_balanced(events).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let expected = if id == busy {
+            TurnEndReason::Aborted {
+                reason: CancelCause::User,
+            }
+        } else {
+            assert_eq!(id, done);
+            TurnEndReason::Completed
+        };
+        assert_eq!(last_turn_end(events), Some(expected), "{id}");
+    }
+}
+
+#[test]
+fn sigterm_runs_the_bridge_teardown_answers_the_held_prompt_cancelled_and_exits_143() {
+    let w = World::new();
+    let (answer, status, stderr, done, busy) = signal_while_a_prompt_streams(&w, Signal::SIGTERM);
+    assert_eq!(status.code(), Some(143), "stderr: {stderr}");
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert_eq!(stderr, "", "a graceful stop logs nothing");
+    assert_stopped_in_order(&w, &done, &busy);
+}
+
+#[test]
+fn sigint_runs_the_bridge_teardown_answers_the_held_prompt_cancelled_and_exits_130() {
+    let w = World::new();
+    let (answer, status, stderr, done, busy) = signal_while_a_prompt_streams(&w, Signal::SIGINT);
+    assert_eq!(status.code(), Some(130), "stderr: {stderr}");
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert_eq!(stderr, "", "a graceful stop logs nothing");
+    assert_stopped_in_order(&w, &done, &busy);
 }

@@ -127,9 +127,25 @@ impl H {
 
     /// Serves a new connection with `options` and connects a client to it.
     pub async fn connect(&self, options: AcpOptions) -> Conn {
+        self.connect_until(options, std::future::pending()).await
+    }
+
+    /// Like [`H::connect`], the server also stopping when `stop` resolves
+    /// (`dsh_acp::serve_until`).
+    pub async fn connect_until(
+        &self,
+        options: AcpOptions,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Conn {
         let (client_io, server_io) = tokio::io::duplex(1 << 16);
         let (sr, sw) = tokio::io::split(server_io);
-        let server = tokio::spawn(dsh_acp::serve(self.ctx.clone(), options, sr, sw));
+        let server = tokio::spawn(dsh_acp::serve_until(
+            self.ctx.clone(),
+            options,
+            sr,
+            sw,
+            stop,
+        ));
         let (cr, cw) = tokio::io::split(client_io);
         let mut conn = Conn::over(cr, cw, self.cwd.clone()).await;
         conn.server = Some(server);
@@ -334,6 +350,11 @@ impl Conn {
     /// Starts closing the client's end without waiting.
     pub fn begin_disconnect(&self) {
         self.done.cancel();
+    }
+
+    /// Waits for the server alone to return, the client still connected.
+    pub async fn server_returned(&mut self) -> Result<(), AcpError> {
+        self.server.take().unwrap().await.unwrap()
     }
 
     /// Waits for `serve` to return (after [`Conn::begin_disconnect`]).

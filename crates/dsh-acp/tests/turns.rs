@@ -268,7 +268,11 @@ async fn two_sessions_stream_concurrently_and_cancel_independently() {
     let a = conn.session().await;
     let b = conn.session().await;
     let pa = conn.prompt(&a, "for a");
-    h.adapter.wait_for_requests(1).await;
+    // A's stream is playing its script before B asks for one (the adapter hands scripts out in
+    // the order streams start, which two worker threads could otherwise swap).
+    let first = conn
+        .wait_update(&a, |u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .await;
     let pb = conn.prompt(&b, "for b");
     b_gate.reached().await;
     conn.cancel(&a);
@@ -288,7 +292,8 @@ async fn two_sessions_stream_concurrently_and_cancel_independently() {
             .cloned()
             .collect()
     };
-    assert_eq!(agent_text(&of(&a)), "aaa");
+    let (_, first) = chunk_text(&first).unwrap();
+    assert_eq!(first + &agent_text(&of(&a)), "aaa");
     assert_eq!(agent_text(&of(&b)), "bbb");
     let (sa, sb) = (h.agent(&a).unwrap(), h.agent(&b).unwrap());
     assert_eq!(

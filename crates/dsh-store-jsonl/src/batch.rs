@@ -308,7 +308,7 @@ impl Writer {
         let next = tokio::task::spawn_blocking(move || {
             let _exclusive = lock.lock();
             let mut file = file.lock();
-            file.resolve();
+            file.resolve()?;
             let events = session.events_from(file.next_seq());
             file.persist(&*io, &events)?;
             Ok::<_, PersistenceError>(file.next_seq())

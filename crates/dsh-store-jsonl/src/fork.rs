@@ -40,7 +40,7 @@ impl ForkJob {
         let stored = {
             let _exclusive = self.source_lock.lock();
             let path = locate::find(&self.root, &self.source)?;
-            load::load_file(&*self.io, &path, &self.source)?
+            load::load_file(&*self.io, &path, &self.source)?.0
         };
         let events: Vec<_> = stored.events.into_iter().map(Arc::new).collect();
         let seed = fork_seed(&events, self.at_seq).map_err(fork_error)?;

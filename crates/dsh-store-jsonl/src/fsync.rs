@@ -115,7 +115,8 @@ fn temp_path(final_path: &Path) -> PathBuf {
 /// Publishes a new file with `bytes` as its whole content, never overwriting an existing one:
 /// the bytes go to a temp file in the same directory, which is synced and then hard-linked to
 /// `final_path` (the link fails if that name exists), the temp name is removed and the directory
-/// synced. The returned handle is open for append at the end of the file.
+/// synced. The returned handle is open for append at the end of the file and holds the file's
+/// writer lock.
 pub(crate) fn publish_new(
     io: &dyn FileOps,
     final_path: &Path,
@@ -132,6 +133,10 @@ pub(crate) fn publish_new(
         .append(true)
         .open(&temp)
         .map_err(PublishError::Io)?;
+    // Nobody else can hold the lock of a file just created. The lock follows the inode to the
+    // final name, so the writer holds it from the moment the file is visible; where locks are
+    // unsupported only the detection of a second writer is lost (see `crate::lock`).
+    let _ = file.try_lock();
     let staged = io
         .write_all(&mut file, bytes)
         .and_then(|()| io.sync_data(&file));

@@ -17,6 +17,13 @@
 //! on disk (`fdatasync`ed, and a new file's directory entry synced); after a crash, loading
 //! keeps every such event, drops only a damaged tail after the last committed `turn/end`, and
 //! closes an interrupted turn so the history stays provider-valid.
+//!
+//! One writer per file: a session's writer holds an exclusive advisory lock on its file, and a
+//! load (which may repair) takes it too, so a second dsh process (or a second store) resuming
+//! or inspecting a session that is being written fails with a clear error instead of
+//! interleaving seqs or truncating the live writer's tail; a writer whose file grew since it
+//! was loaded refuses to append to it. Locks die with their process, so a crash never leaves a
+//! session locked.
 
 mod batch;
 pub mod crash_harness;
@@ -27,6 +34,7 @@ pub mod layout;
 mod list;
 mod load;
 mod locate;
+mod lock;
 mod plugin;
 mod repair;
 mod store;

@@ -3,8 +3,8 @@
 //! Every load repairs, whether it is for resume or for inspection, so a crashed session is
 //! closed properly the first time anyone opens it and every later reader sees the same log.
 
-use std::fs::OpenOptions;
-use std::io;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use dsh_session::{PersistenceError, SessionId, StoredSession, interrupted_turn_c
 
 use crate::fsync::{FileOps, append_durably};
 use crate::layout::{project_dir_name, session_file_name};
+use crate::lock::lock_for_writing;
 use crate::repair::{Scanned, scan};
 use crate::writer::encode_events;
 
@@ -59,20 +60,29 @@ pub(crate) fn check_location(
 
 /// Loads the session stored at `path`, repairing it durably: a damaged tail after the last
 /// committed `turn/end` is truncated away, then an open tail turn is closed with
-/// [`interrupted_turn_closers`], appended with one write and `fdatasync`. The caller holds the
-/// session's file lock.
+/// [`interrupted_turn_closers`], appended with one write and `fdatasync`. Returns the session
+/// and the file's length afterwards. The caller holds the session's in-process lock; the file's
+/// writer lock is held here while reading and repairing (a file whose live writer is in
+/// another process or store is refused, see [`crate::lock`]), and released on return.
 pub(crate) fn load_file(
     io: &dyn FileOps,
     path: &Path,
     id: &SessionId,
-) -> Result<StoredSession, PersistenceError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+) -> Result<(StoredSession, u64), PersistenceError> {
+    // Read-only is enough for the lock, and keeps stored sessions readable without write access
+    // when they need no repair.
+    let mut locked = File::open(path).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             PersistenceError::NotFound { id: id.clone() }
         } else {
-            io_error(path, "reading")(e)
+            io_error(path, "opening")(e)
         }
     })?;
+    lock_for_writing(&locked, path)?;
+    let mut bytes = Vec::new();
+    locked
+        .read_to_end(&mut bytes)
+        .map_err(io_error(path, "reading"))?;
     let scanned = scan(path, &bytes)?;
     drop(bytes);
     check_location(path, &scanned, id)?;
@@ -84,7 +94,7 @@ pub(crate) fn load_file(
     } = scanned;
     let closers = interrupted_turn_closers(&events);
     if damage.is_none() && closers.is_empty() {
-        return Ok(StoredSession { header, events });
+        return Ok((StoredSession { header, events }, intact_len));
     }
 
     let mut file = OpenOptions::new()
@@ -122,5 +132,6 @@ pub(crate) fn load_file(
             .map_err(io_error(path, "appending repair events to"))?;
         events.extend(closers.into_iter().map(Arc::unwrap_or_clone));
     }
-    Ok(StoredSession { header, events })
+    drop(locked);
+    Ok((StoredSession { header, events }, len))
 }

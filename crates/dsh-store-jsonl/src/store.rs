@@ -69,6 +69,8 @@ impl std::fmt::Debug for JsonlOptions {
 struct Resume {
     header: SessionHeader,
     len: u64,
+    /// The file's length after the load (and its repair).
+    bytes: u64,
     path: PathBuf,
 }
 
@@ -174,7 +176,7 @@ impl JsonlStore {
             .then_some(resume)
     }
 
-    fn remember_resume(&self, stored: &StoredSession, path: PathBuf) {
+    fn remember_resume(&self, stored: &StoredSession, path: PathBuf, bytes: u64) {
         let mut resumes = self.resumes.lock();
         resumes.retain(|(id, _)| id != &stored.header.id);
         if resumes.len() >= RESUME_MEMORY {
@@ -185,6 +187,7 @@ impl JsonlStore {
             Resume {
                 header: stored.header.clone(),
                 len: stored.events.len() as u64,
+                bytes,
                 path,
             },
         ));
@@ -215,6 +218,7 @@ impl JsonlStore {
                 resume.path,
                 header,
                 resume.len,
+                resume.bytes,
             ))));
         }
         let path = session_path(&self.root, &header)?;
@@ -280,9 +284,12 @@ impl JsonlStore {
                 writers.remove(writer.id());
             }
         }
+        // The file (and its writer lock) closes now, not when the last reference to the writer
+        // goes, so a load right after the session's disposal does not find it locked by this
+        // very store.
+        writer.file().lock().release_handle();
         if retire {
             let file = writer.file().clone();
-            file.lock().release_handle();
             self.retired.lock().insert(
                 writer.id().clone(),
                 Retired {
@@ -392,14 +399,14 @@ impl Persistence for JsonlStore {
             self.lock_for(id),
             id.clone(),
         );
-        let (stored, path) = Self::blocking(move || {
+        let (stored, path, bytes) = Self::blocking(move || {
             let _exclusive = lock.lock();
             let path = locate::find(&root, &id2)?;
-            let stored = load::load_file(&*io, &path, &id2)?;
-            Ok((stored, path))
+            let (stored, bytes) = load::load_file(&*io, &path, &id2)?;
+            Ok((stored, path, bytes))
         })
         .await?;
-        self.remember_resume(&stored, path);
+        self.remember_resume(&stored, path, bytes);
         Ok(stored)
     }
 

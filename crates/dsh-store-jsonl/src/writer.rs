@@ -5,6 +5,7 @@
 //! one complete event. Later batches are appended with one write and one `fdatasync` each.
 
 use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use dsh_session::{PersistenceError, SessionEvent, SessionHeader};
 
 use crate::fsync::{FileOps, PublishError, append_durably, publish_new, sync_dir};
 use crate::locate::find_all;
+use crate::lock::lock_for_writing;
 
 /// Serializes events as JSONL lines, exactly as dsh-session's serde writes them.
 pub(crate) fn encode_events(
@@ -48,9 +50,11 @@ enum FileState {
     /// A seeded session this store did not load: its file may already hold exactly the seed
     /// (it was resumed through another store instance). Decided at the first write.
     Adopt,
-    /// On disk (a resumed session) but not opened by this writer yet.
-    Existing,
-    /// Open for append at committed length `len`.
+    /// On disk (a resumed session, or a writer's file it closed) but not open: it held `len`
+    /// bytes when this process last had it. A different length at the next open means another
+    /// writer appended in between, and appending would interleave two histories.
+    Existing { len: u64 },
+    /// Open for append at committed length `len`, holding the file's writer lock.
     Open {
         file: File,
         len: u64,
@@ -93,13 +97,13 @@ impl SessionFile {
         }
     }
 
-    /// A session whose file exists and durably holds `next_seq` events.
-    pub(crate) fn existing(path: PathBuf, header: SessionHeader, next_seq: u64) -> Self {
+    /// A session whose file exists and durably holds `next_seq` events in `len` bytes.
+    pub(crate) fn existing(path: PathBuf, header: SessionHeader, next_seq: u64, len: u64) -> Self {
         Self {
             path,
             header,
             next_seq,
-            state: FileState::Existing,
+            state: FileState::Existing { len },
         }
     }
 
@@ -117,18 +121,17 @@ impl SessionFile {
         }
     }
 
-    /// Releases the open handle (keeping the position) when nothing is left to repair, so a
-    /// retired writer does not hold a descriptor.
+    /// Closes the open handle (keeping the position) when nothing is left to repair, so a
+    /// writer that stopped holds neither a descriptor nor the file's writer lock.
     pub(crate) fn release_handle(&mut self) {
-        if matches!(
-            self.state,
-            FileState::Open {
-                dirty: false,
-                dir_synced: true,
-                ..
-            }
-        ) {
-            self.state = FileState::Existing;
+        if let FileState::Open {
+            len,
+            dirty: false,
+            dir_synced: true,
+            ..
+        } = self.state
+        {
+            self.state = FileState::Existing { len };
         }
     }
 
@@ -158,13 +161,16 @@ impl SessionFile {
         }
         let (file, len, dirty, dir_synced) = match &mut self.state {
             FileState::Adopt => {
-                self.adopt();
+                self.adopt()?;
                 return self.persist(io, events);
             }
-            FileState::Unpublished | FileState::Existing if events.is_empty() => return Ok(()),
+            FileState::Unpublished | FileState::Existing { .. } if events.is_empty() => {
+                return Ok(());
+            }
             FileState::Unpublished => return self.publish(io, events),
-            FileState::Existing => {
-                self.open_existing()?;
+            FileState::Existing { len } => {
+                let len = *len;
+                self.open_existing(len)?;
                 return self.persist(io, events);
             }
             FileState::Open {
@@ -198,19 +204,38 @@ impl SessionFile {
 
     /// Settles where the file stands (decides a pending adoption) so that
     /// [`next_seq`](Self::next_seq) is authoritative before the caller picks events to write.
-    pub(crate) fn resolve(&mut self) {
+    pub(crate) fn resolve(&mut self) -> Result<(), PersistenceError> {
         if matches!(self.state, FileState::Adopt) {
-            self.adopt();
+            self.adopt()?;
         }
+        Ok(())
+    }
+
+    fn io_error(&self, what: &str) -> impl FnOnce(io::Error) -> PersistenceError {
+        let context = format!("{what} {}", self.path.display());
+        move |source| PersistenceError::Io { context, source }
     }
 
     /// Decides an [`FileState::Adopt`]: continue the file if it holds exactly this session's
-    /// seed, else start from nothing (and let publication refuse an existing file).
-    fn adopt(&mut self) {
-        let holds_seed = std::fs::read(&self.path).is_ok_and(|bytes| {
-            let Some(end) = memchr::memchr(b'\n', &bytes) else {
-                return false;
-            };
+    /// seed, else start from nothing (and let publication refuse an existing file). The file is
+    /// locked before it is read, so no other writer can change it between the check and the
+    /// appends.
+    fn adopt(&mut self) -> Result<(), PersistenceError> {
+        let opened = OpenOptions::new().read(true).append(true).open(&self.path);
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.state = FileState::Unpublished;
+                self.next_seq = 0;
+                return Ok(());
+            }
+            Err(e) => return Err(self.io_error("opening")(e)),
+        };
+        lock_for_writing(&file, &self.path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(self.io_error("reading"))?;
+        let holds_seed = memchr::memchr(b'\n', &bytes).is_some_and(|end| {
             let header_matches = serde_json::from_slice::<SessionHeader>(&bytes[..end])
                 .is_ok_and(|h| h == self.header);
             let body = &bytes[end + 1..];
@@ -219,28 +244,40 @@ impl SessionFile {
                 && memchr::memchr_iter(b'\n', body).count() as u64 == self.next_seq
         });
         if holds_seed {
-            self.state = FileState::Existing;
+            self.state = FileState::Open {
+                file,
+                len: bytes.len() as u64,
+                dirty: false,
+                dir_synced: true,
+            };
         } else {
             self.state = FileState::Unpublished;
             self.next_seq = 0;
         }
+        Ok(())
     }
 
-    fn open_existing(&mut self) -> Result<(), PersistenceError> {
+    /// Reopens a file this process knew at `expected` bytes, under its writer lock.
+    fn open_existing(&mut self, expected: u64) -> Result<(), PersistenceError> {
         let file = OpenOptions::new()
             .append(true)
             .open(&self.path)
-            .map_err(|source| PersistenceError::Io {
-                context: format!("opening {}", self.path.display()),
-                source,
-            })?;
+            .map_err(self.io_error("opening"))?;
+        lock_for_writing(&file, &self.path)?;
         let len = file
             .metadata()
-            .map_err(|source| PersistenceError::Io {
-                context: format!("reading the length of {}", self.path.display()),
-                source,
-            })?
+            .map_err(self.io_error("reading the length of"))?
             .len();
+        if len != expected {
+            return Err(PersistenceError::Io {
+                context: format!(
+                    "session file {} changed since this process loaded it ({len} bytes, not \
+                     {expected}): another writer appended to it; load the session again",
+                    self.path.display()
+                ),
+                source: io::Error::other("the session file changed under its writer"),
+            });
+        }
         self.state = FileState::Open {
             file,
             len,

@@ -14,17 +14,6 @@ use tokio::time::Instant;
 
 const FOREVER: Duration = Duration::from_secs(3600);
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        next = s.source();
-    }
-    out
-}
-
 #[tokio::test(start_paused = true)]
 async fn the_batching_window_coalesces_events_into_one_write() {
     let ops = TestOps::new();

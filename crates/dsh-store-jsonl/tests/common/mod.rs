@@ -46,6 +46,25 @@ impl Harness {
         }
     }
 
+    /// A second, independently mounted store over the same root, as another dsh process
+    /// would have.
+    pub async fn sharing_root(&self) -> Self {
+        let ctx = Context::new();
+        let store = JsonlStore::new(&self.root);
+        let plugin = ctx
+            .plugin(JsonlPersistencePlugin::new(store.clone()))
+            .await
+            .unwrap();
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            root: self.root.clone(),
+            sessions: SessionStore::new(&ctx),
+            ctx,
+            store,
+            plugin,
+        }
+    }
+
     pub async fn with_ops(ops: Arc<TestOps>, window: Duration) -> Self {
         Self::new(JsonlOptions {
             batch_window: window,
@@ -88,6 +107,18 @@ impl Harness {
     pub fn path(&self, s: &Session) -> PathBuf {
         self.store.path_for(s.header()).unwrap()
     }
+}
+
+/// An error and its sources, joined with `: `.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
 
 pub fn user(text: &str) -> EventKind {

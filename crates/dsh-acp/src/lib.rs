@@ -17,6 +17,8 @@
 //! - Leak-free disconnect: the bridge holds each session's `AgentHandle` and disposes it, so
 //!   after the client goes away no bridge-owned agent or session-store entry remains, even for
 //!   a `session/new` that raced the close ([`BridgeClosing`] marks the moment).
+//! - A bad frame costs one parse error, never the connection: bytes that are not UTF-8 are
+//!   replaced, a line longer than [`MAX_FRAME_BYTES`] is skipped without being buffered.
 //! - The same teardown on the front end's request ([`serve_until`]: a signal handler's stop),
 //!   with the connection still open so outstanding prompts are answered `cancelled`.
 //!
@@ -41,6 +43,7 @@
 
 mod bridge;
 mod errors;
+mod frames;
 mod hangup;
 mod list;
 mod modes;
@@ -58,6 +61,7 @@ mod updates;
 
 pub use bridge::BridgeClosing;
 pub use errors::AcpError;
+pub use frames::MAX_FRAME_BYTES;
 pub use modes::Mode;
 pub use options::{AcpOptions, AgentSetupHook, ApprovalPolicy};
 pub use server::{serve, serve_until};

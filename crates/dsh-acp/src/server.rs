@@ -17,11 +17,10 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
     SessionModeId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, ByteStreams, Error, JsonRpcResponse};
+use agent_client_protocol::{Agent, Error, JsonRpcResponse, Lines};
 use dsh_kernel::Context;
 use dsh_session::SessionId;
 use futures::FutureExt;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::Bridge;
 use crate::errors::{AcpError, invalid};
@@ -29,7 +28,7 @@ use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::settle::settle;
-use crate::{list, open, prompt, replay, teardown};
+use crate::{frames, list, open, prompt, replay, teardown};
 
 /// Runs the ACP agent side of one connection until the client closes its end, then tears every
 /// session it created down and returns.
@@ -87,7 +86,10 @@ where
     let hangup = Hangup::default();
     let input = WatchedInput::new(input, hangup.clone());
     let output = WatchedOutput::new(output, hangup.clone());
-    let transport = ByteStreams::new(output.compat_write(), input.compat());
+    let transport = Lines::new(
+        frames::outgoing(output),
+        frames::incoming(input, frames::MAX_FRAME_BYTES),
+    );
     // One teardown shared by both ends of the connection. It may start inside the connection
     // (on `stop`) and be cut off there when the transport fails; the clone awaited below then
     // drives the same future to its end instead of starting over without the records.

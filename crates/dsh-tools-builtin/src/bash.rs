@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::fence::{executor, token_of};
 use crate::path::{non_empty, normalize};
-use crate::render::{exit_of, render_run};
+use crate::render::{exit_of, render_run, stopped_run};
 
 const DESCRIPTION: &str = "\
 Runs a shell command with `bash -c` and returns what it printed.
@@ -171,12 +171,14 @@ impl TypedTool for BashTool {
         }
         let result = executor.run(spec).await.map_err(shell_failure)?;
         if result.aborted {
-            if call.is_cancelled() {
-                return Err(ToolError::aborted());
-            }
-            return Err(ToolError::new(
-                "the command was stopped because the shell executor is shutting down",
-            ));
+            let error = if call.is_cancelled() {
+                ToolError::aborted()
+            } else {
+                ToolError::new(
+                    "the command was stopped because the shell executor is shutting down",
+                )
+            };
+            return Err(stopped_run(error, &result));
         }
         Ok(ToolOutput::text(render_run(&result)))
     }

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use dsh_shell::{CapturedOutput, ShellRunResult, TaskOutput, TaskStatus};
+use dsh_tools::ToolError;
 
 /// Shown instead of an empty body, so "printed nothing" is never confused with a lost result.
 pub(crate) const NO_OUTPUT: &str = "(no output)";
@@ -32,14 +33,35 @@ fn push_stream(text: &mut String, stream: &CapturedOutput) {
     }
 }
 
-/// The result text of a foreground `bash` run that was not aborted.
-pub(crate) fn render_run(result: &ShellRunResult) -> String {
+/// What a run printed: stdout, then a `[stderr]` section when stderr is not empty. Empty when
+/// the run printed nothing.
+fn render_streams(result: &ShellRunResult) -> String {
     let mut text = String::new();
     push_stream(&mut text, &result.stdout);
     if !result.stderr.text.is_empty() || result.stderr.truncated {
         push_line(&mut text, "[stderr]\n");
         push_stream(&mut text, &result.stderr);
     }
+    text
+}
+
+/// The failure of a foreground run that was stopped before it ended: `error`, followed by
+/// what the command had printed by then, so the model (and the user reading the transcript)
+/// still sees how far it got instead of only "aborted".
+pub(crate) fn stopped_run(error: ToolError, result: &ShellRunResult) -> ToolError {
+    let partial = render_streams(result);
+    if partial.is_empty() {
+        return error;
+    }
+    ToolError {
+        message: format!("{}\n\noutput before it stopped:\n{partial}", error.message),
+        ..error
+    }
+}
+
+/// The result text of a foreground `bash` run that was not aborted.
+pub(crate) fn render_run(result: &ShellRunResult) -> String {
+    let mut text = render_streams(result);
     if text.is_empty() {
         text.push_str(NO_OUTPUT);
     }

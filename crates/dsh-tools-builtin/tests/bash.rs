@@ -182,6 +182,42 @@ async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
 }
 
 #[tokio::test]
+async fn an_aborted_run_reports_the_output_it_printed_before_the_cancel() {
+    let w = world().await;
+    let dir = tempdir();
+    let fifo = dir.path().join("started.fifo");
+    nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+    let rx = tokio::net::unix::pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&fifo)
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(rx);
+    let caller = w.caller("session-a");
+    let cancel = CancellationToken::new();
+    let command = format!(
+        "echo 'step 1 done'; echo 'step 2 failing' >&2; echo started > '{}'; sleep 30",
+        fifo.display()
+    );
+    let call = w.call_with("bash", bash(&command), Some(&caller), cancel.clone());
+    let waiter = async {
+        let mut line = String::new();
+        tokio::time::timeout(PATIENCE, lines.read_line(&mut line))
+            .await
+            .unwrap()
+            .unwrap();
+        cancel.cancel();
+    };
+    let (result, ()) = tokio::join!(call, waiter);
+    assert!(result.is_error);
+    assert_eq!(result.code(), Some(TOOL_ABORTED));
+    assert_eq!(
+        result.text(),
+        "Error: tool call aborted\n\noutput before it stopped:\nstep 1 done\n[stderr]\nstep 2 failing\n"
+    );
+    w.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_body_invoked_with_a_cancelled_token_runs_nothing_and_is_aborted() {
     let w = world().await;
     let dir = tempdir();

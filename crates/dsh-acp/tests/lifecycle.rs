@@ -48,14 +48,7 @@ async fn disconnect_leaves_no_agent_and_no_store_entry_of_the_bridge_and_keeps_o
     let sessions = [busy.clone(), idle.clone()].map(|id| h.agent(&id).unwrap().session().clone());
     conn.disconnect().await.unwrap();
     // No bridge-owned agent or live session is left.
-    for id in [&busy, &idle] {
-        let id = SessionId::new(id.as_str());
-        assert!(
-            h.core.registry.get(&id).is_none(),
-            "agent {id} still registered"
-        );
-        assert!(h.core.store.get(&id).is_none(), "session {id} still live");
-    }
+    assert_torn_down(&h, [&busy, &idle]);
     // The other front end's agent is untouched.
     let alive = h.core.registry.get(&"other-front-end".into()).unwrap();
     assert!(dsh_agent::same_agent(&alive, other.agent()));
@@ -90,14 +83,7 @@ async fn a_stop_tears_every_session_down_while_the_client_still_hears_the_prompt
         StopReason::Cancelled
     );
     conn.server_returned().await.unwrap();
-    for id in [&busy, &idle] {
-        let id = SessionId::new(id.as_str());
-        assert!(
-            h.core.registry.get(&id).is_none(),
-            "agent {id} still registered"
-        );
-        assert!(h.core.store.get(&id).is_none(), "session {id} still live");
-    }
+    assert_torn_down(&h, [&busy, &idle]);
     assert_eq!(turn_ends(&session), vec![aborted_by_user()]);
     assert_balanced(&session);
     // Frames after the stop are not served: the connection is closed.
@@ -439,4 +425,16 @@ async fn disconnect_leaves_every_stored_session_balanced_with_its_last_turn_abor
         })
         .collect();
     assert_eq!(ends, vec![TurnEndReason::Completed, aborted_by_user()]);
+}
+
+/// No agent or live session with any of these ids is left.
+fn assert_torn_down<'a>(h: &H, ids: impl IntoIterator<Item = &'a String>) {
+    for id in ids {
+        let id = SessionId::new(id.as_str());
+        assert!(
+            h.core.registry.get(&id).is_none(),
+            "agent {id} still registered"
+        );
+        assert!(h.core.store.get(&id).is_none(), "session {id} still live");
+    }
 }

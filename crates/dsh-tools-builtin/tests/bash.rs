@@ -149,9 +149,9 @@ async fn output_beyond_the_spill_cap_says_the_full_output_is_unavailable() {
     w.shutdown().await;
 }
 
-#[tokio::test]
-async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
-    let w = world().await;
+/// Runs `prefix` and then a long sleep as a foreground `bash` call, cancels the call once the
+/// command has got past `prefix` (it says so through a FIFO), and returns the result.
+async fn cancel_after(w: &World, prefix: &str) -> dsh_tools::ToolCallResult {
     let dir = tempdir();
     let fifo = dir.path().join("started.fifo");
     nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
@@ -163,7 +163,7 @@ async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
     let mut lines = tokio::io::BufReader::new(rx);
     let caller = w.caller("session-a");
     let cancel = CancellationToken::new();
-    let command = format!("echo started > '{}'; sleep 30", fifo.display());
+    let command = format!("{prefix}echo started > '{}'; sleep 30", fifo.display());
     let call = w.call_with("bash", bash(&command), Some(&caller), cancel.clone());
     let waiter = async {
         let mut line = String::new();
@@ -175,6 +175,13 @@ async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
         cancel.cancel();
     };
     let (result, ()) = tokio::join!(call, waiter);
+    result
+}
+
+#[tokio::test]
+async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
+    let w = world().await;
+    let result = cancel_after(&w, "").await;
     assert!(result.is_error);
     assert_eq!(result.code(), Some(TOOL_ABORTED));
     assert_eq!(result.text(), "Error: tool call aborted");
@@ -184,30 +191,7 @@ async fn cancelling_the_call_stops_the_command_and_is_an_aborted_error() {
 #[tokio::test]
 async fn an_aborted_run_reports_the_output_it_printed_before_the_cancel() {
     let w = world().await;
-    let dir = tempdir();
-    let fifo = dir.path().join("started.fifo");
-    nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
-    let rx = tokio::net::unix::pipe::OpenOptions::new()
-        .read_write(true)
-        .open_receiver(&fifo)
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(rx);
-    let caller = w.caller("session-a");
-    let cancel = CancellationToken::new();
-    let command = format!(
-        "echo 'step 1 done'; echo 'step 2 failing' >&2; echo started > '{}'; sleep 30",
-        fifo.display()
-    );
-    let call = w.call_with("bash", bash(&command), Some(&caller), cancel.clone());
-    let waiter = async {
-        let mut line = String::new();
-        tokio::time::timeout(PATIENCE, lines.read_line(&mut line))
-            .await
-            .unwrap()
-            .unwrap();
-        cancel.cancel();
-    };
-    let (result, ()) = tokio::join!(call, waiter);
+    let result = cancel_after(&w, "echo 'step 1 done'; echo 'step 2 failing' >&2; ").await;
     assert!(result.is_error);
     assert_eq!(result.code(), Some(TOOL_ABORTED));
     assert_eq!(

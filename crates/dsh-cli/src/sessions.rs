@@ -59,11 +59,12 @@ pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// `dsh sessions show ID`: a readable transcript. Loading repairs a crashed session's tail (as
-/// a resume would) before it is shown.
+/// `dsh sessions show ID`: a readable transcript of the session as it is on disk. It neither
+/// repairs nor locks the file, so a session running in another dsh can be watched; a last turn
+/// without its end is shown as such.
 pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
     let id = SessionId::new(id);
-    let stored = store.load(&id).await?;
+    let stored = store.read(&id).await?;
     let mut out = String::new();
     let h = &stored.header;
     let _ = writeln!(out, "session {}", h.id);
@@ -86,6 +87,12 @@ pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
         out.push_str(&renderer.event(event));
     }
     out.push_str(&renderer.finish_line());
+    if !dsh_session::interrupted_turn_closers(&stored.events).is_empty() {
+        out.push_str(
+            "── the last turn has not ended: it is still running, or dsh stopped during it \
+             (resuming the session closes it)\n",
+        );
+    }
     Ok(out)
 }
 

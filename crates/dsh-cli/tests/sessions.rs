@@ -117,3 +117,32 @@ fn show_of_an_unknown_session_fails_naming_it() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("session-missing"));
 }
+
+#[test]
+fn show_reads_a_session_another_writer_holds_without_waiting_or_repairing_it() {
+    let w = World::new();
+    let (first, _) = two_sessions(&w);
+    let path = w
+        .session_files()
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&format!("{first}.jsonl")))
+        .unwrap();
+    // As a live writer mid-turn leaves it: the turn's end not yet written, an append torn
+    // half-way, and the file's writer lock held.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let end = text.rfind("{\"type\":\"turn/end\"").unwrap();
+    let live = format!("{}{{\"type\":\"assistant/chu", &text[..end]);
+    std::fs::write(&path, &live).unwrap();
+    let writer = std::fs::File::open(&path).unwrap();
+    writer.try_lock().unwrap();
+
+    let out = w.bare(&["sessions", "show", &first]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("The first answer."), "{shown}");
+    assert!(!shown.contains("turn 1 completed"), "{shown}");
+    assert!(shown.contains("the last turn has not ended"), "{shown}");
+    // Nothing was repaired under the writer.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), live);
+    drop(writer);
+}

@@ -58,6 +58,27 @@ pub(crate) fn check_location(
     Ok(())
 }
 
+/// Reads the session stored at `path` as it stands, for display: no repair, no writer lock, so
+/// it works while a live writer (in this process or another) is appending. A torn tail (an
+/// append in progress, or a crash nobody has repaired yet) is left out; an open last turn is
+/// returned open.
+pub(crate) fn read_file(path: &Path, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            PersistenceError::NotFound { id: id.clone() }
+        } else {
+            io_error(path, "reading")(e)
+        }
+    })?;
+    let scanned = scan(path, &bytes)?;
+    drop(bytes);
+    check_location(path, &scanned, id)?;
+    Ok(StoredSession {
+        header: scanned.header,
+        events: scanned.events,
+    })
+}
+
 /// Loads the session stored at `path`, repairing it durably: a damaged tail after the last
 /// committed `turn/end` is truncated away, then an open tail turn is closed with
 /// [`interrupted_turn_closers`], appended with one write and `fdatasync`. Returns the session

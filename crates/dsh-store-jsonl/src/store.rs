@@ -382,6 +382,17 @@ impl JsonlStore {
         }
     }
 
+    /// Reads a stored session as it is on disk, without repairing it or taking its writer
+    /// lock, for showing it: a session that is live in another dsh process can still be looked
+    /// at (a [`load`](Persistence::load) would wait for its writer and then fail). Events this
+    /// store holds for the session are flushed first. A torn tail is left out and an open last
+    /// turn stays open; resuming (which loads) is what repairs.
+    pub async fn read(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.settle(id).await?;
+        let (root, id) = (self.root.clone(), id.clone());
+        Self::blocking(move || load::read_file(&locate::find(&root, &id)?, &id)).await
+    }
+
     async fn blocking<T: Send + 'static>(
         f: impl FnOnce() -> Result<T, PersistenceError> + Send + 'static,
     ) -> Result<T, PersistenceError> {

@@ -19,7 +19,7 @@ fn kind(e: &PersistenceError) -> Option<ErrorKind> {
 }
 
 #[tokio::test]
-async fn a_live_writers_file_is_not_loaded_or_repaired_by_another_store() {
+async fn a_live_writers_file_is_not_loaded_or_repaired_by_another_store_only_read() {
     let h = Harness::new(Default::default()).await;
     let (s, detach) = h.live("shared", Some("/w"));
     complete_turn(&s, true);
@@ -35,6 +35,10 @@ async fn a_live_writers_file_is_not_loaded_or_repaired_by_another_store() {
     let err = other.fork(s.id(), None, None).await.unwrap_err();
     assert_eq!(kind(&err), Some(ErrorKind::WouldBlock), "{err}");
     // Nothing was repaired under the live writer: no synthetic closers, no truncation.
+    assert_eq!(std::fs::read(&path).unwrap(), jsonl(&s));
+    // Reading for display needs no lock: the open turn is shown as it stands.
+    let seen = other.read(s.id()).await.unwrap();
+    assert_eq!(seen.events.len() as u64, s.len());
     assert_eq!(std::fs::read(&path).unwrap(), jsonl(&s));
 
     // The live writer goes on undisturbed, and once it is gone the other store loads it all.

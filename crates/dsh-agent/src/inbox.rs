@@ -70,9 +70,12 @@ impl Inbox {
                     continue;
                 };
                 let list = lists.list_mut(s.target);
-                let start = s.start as usize;
-                let removed = s.removed_count.unwrap_or(0) as usize;
-                if start > list.len() || start + removed > list.len() {
+                let start = usize::try_from(s.start).unwrap_or(usize::MAX);
+                let removed = usize::try_from(s.removed_count.unwrap_or(0)).unwrap_or(usize::MAX);
+                if start
+                    .checked_add(removed)
+                    .is_none_or(|end| end > list.len())
+                {
                     return Err(AgentError::InvalidPersistedSplice {
                         seq: event.seq,
                         reason: format!(

@@ -283,3 +283,38 @@ fn an_invalid_persisted_splice_is_refused_with_its_seq() {
         "{err}"
     );
 }
+
+/// G1: a persisted splice whose coordinates overflow is refused like any other invalid
+/// splice, instead of panicking while the inbox is rebuilt (a hand-edited or corrupt session
+/// file must not crash `resume`).
+#[test]
+fn an_overflowing_persisted_splice_is_refused_not_a_panic() {
+    let header = SessionHeader::new("s".into(), 0, SessionMeta::default());
+    let splice = |seq: u64, start: u64, removed_count: Option<u64>, inserted: Vec<Arc<Message>>| {
+        SessionEvent {
+            seq,
+            time: 0,
+            kind: EventKind::InboxSpliced(InboxSplice {
+                target: InboxTarget::NextTurn,
+                start,
+                removed_count,
+                inserted,
+                outcome: None,
+            }),
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        }
+    };
+    let seed = vec![
+        splice(0, 0, None, vec![Arc::new(msg("p", "prompt"))]),
+        splice(1, 1, Some(u64::MAX), vec![]),
+    ];
+    let session = Session::new(header, Some(seed)).unwrap();
+    let err = Inbox::restore(session).err().unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("invalid persisted inbox splice at session seq 1"),
+        "{err}"
+    );
+}

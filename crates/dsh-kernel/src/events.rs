@@ -238,7 +238,7 @@ impl EventBus {
         let listeners = self.admitted::<AsyncFn<E::Payload>>(TypeId::of::<E>(), carrier);
         async move {
             for l in listeners {
-                guard::<()>((l.f)(payload.clone()), E::NAME).await?;
+                start::<()>(|| (l.f)(payload.clone()), E::NAME).await?;
             }
             Ok(())
         }
@@ -254,7 +254,7 @@ impl EventBus {
         let listeners = self.admitted::<AsyncFn<E::Payload>>(TypeId::of::<E>(), carrier);
         let futures: Vec<_> = listeners
             .iter()
-            .map(|l| guard::<()>((l.f)(payload.clone()), E::NAME))
+            .map(|l| start::<()>(|| (l.f)(payload.clone()), E::NAME))
             .collect();
         async move {
             for result in futures::future::join_all(futures).await {
@@ -289,6 +289,21 @@ impl EventBus {
         !self
             .admitted::<EmitFn<E::Payload>>(TypeId::of::<E>(), carrier)
             .is_empty()
+    }
+}
+
+/// Calls a listener and guards the future it returns; a panic while the listener builds its
+/// future is reported like a panic inside it.
+fn start<T>(
+    call: impl FnOnce() -> BoxFuture<'static, Result<T, BoxError>>,
+    name: &'static str,
+) -> BoxFuture<'static, Result<T, BoxError>>
+where
+    T: Send + 'static,
+{
+    match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(fut) => guard::<T>(fut, name),
+        Err(_) => futures::future::ready(Err(panicked(name))).boxed(),
     }
 }
 

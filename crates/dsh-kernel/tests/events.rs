@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // Integration tests: a panic is the failure report.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use dsh_kernel::{BoxError, Context, Next, Notification, Parallel, ScopeTag, Serial, Waterfall};
@@ -310,4 +311,43 @@ async fn disposed_registration_stops_delivery() {
     reg.dispose().await;
     ctx.emit::<Ping>(&"two".to_owned());
     assert_eq!(*out.lock(), ["one"]);
+}
+
+/// INV-EVT (serial/parallel): a listener that panics before it returns its future is reported
+/// to the dispatcher as an error, like one whose future panics; the panic never unwinds into
+/// the dispatching task (for the loop, that task is an agent's driver).
+#[tokio::test]
+async fn serial_and_parallel_listeners_panicking_before_their_future_are_errors() {
+    let ctx = Context::new();
+    let _ = ctx
+        .on_serial::<Step, _>(|n| {
+            assert!(n != 7, "serial listener explodes synchronously");
+            async { Ok(()) }
+        })
+        .unwrap();
+    let outcome = AssertUnwindSafe(ctx.serial::<Step>(7)).catch_unwind().await;
+    let err = outcome.expect("serial must not unwind").unwrap_err();
+    assert!(err.to_string().contains("panicked"), "{err}");
+
+    let out = log();
+    let _ = ctx
+        .on_parallel::<Flush, _>(|()| -> futures::future::Ready<Result<(), BoxError>> {
+            panic!("parallel listener explodes synchronously")
+        })
+        .unwrap();
+    let o = out.clone();
+    let _ = ctx
+        .on_parallel::<Flush, _>(move |()| {
+            let o = o.clone();
+            async move {
+                push(&o, "second ran");
+                Ok(())
+            }
+        })
+        .unwrap();
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| ctx.parallel::<Flush>(())));
+    let fut = outcome.expect("parallel must not unwind");
+    let err = fut.await.unwrap_err();
+    assert!(err.to_string().contains("panicked"), "{err}");
+    assert_eq!(*out.lock(), ["second ran"]);
 }

@@ -189,16 +189,22 @@ impl LoopAgent {
         };
         if started {
             self.emit_status(AgentStatus::Running);
-            let first = self.begin_turn();
             let this = self.arc();
             let agent: AgentRef = this.clone();
-            let run = async move { this.drive(first).await };
+            let (opened_tx, opened_rx) = tokio::sync::oneshot::channel();
+            let run = async move {
+                let first = opened_rx.await.ok().flatten();
+                this.drive(first).await
+            };
             match self.svc.registry.initiator().scope(Some(agent), run) {
                 Ok(fut) => {
+                    // The turn opens synchronously, once the driver's boundary is granted.
+                    let _ = opened_tx.send(self.begin_turn());
                     self.svc.runtime.spawn(fut);
                 }
                 Err(e) => {
-                    // The registry is tearing down: no new work may start.
+                    // The registry is tearing down: no new work may start, so no turn opens
+                    // (a `turn/start` here could never be closed); the input stays queued.
                     tracing::warn!(agent = %self.id(), error = %e, "driver not started");
                     let this = self.arc();
                     self.svc

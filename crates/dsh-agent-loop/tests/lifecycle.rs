@@ -594,3 +594,22 @@ async fn a_config_agent_that_cannot_resume_is_reported_not_fatal() {
         failures.lock()
     );
 }
+
+/// DESIGN §2 (a `turn/start` always gets its `turn/end`): when the registry's initiator scope
+/// is closed, a wake may not start driver work; it must then not open a turn it can never
+/// close. The prompt stays queued and the agent goes back to idle.
+#[tokio::test]
+async fn a_wake_refused_by_a_closed_initiator_scope_opens_no_turn() {
+    let h = harness().await;
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    h.core.registry.initiator().close().await;
+    a.followup(Message::user_text("go")).unwrap();
+    a.when_idle().await;
+    assert_balanced(&a);
+    assert!(!types(&a).contains(&"turn/start".to_owned()));
+    assert_eq!(a.inbox().next_turn().len(), 1);
+    assert_eq!(a.status(), AgentStatus::Idle);
+    assert!(h.adapter.requests().is_empty());
+    handle.dispose().await;
+}

@@ -168,6 +168,10 @@ impl LoopAgent {
                     wake_requested,
                     ..
                 } => {
+                    // `after_abort` is what the send saw before inserting; a cancel that
+                    // landed since then (another thread's) also makes this a wake after the
+                    // abort, which must latch rather than leave the message parked.
+                    let after_abort = after_abort || cancel.is_cancelled();
                     let disposed = cancel.cause() == Some(CancelCause::Disposed);
                     if after_abort && !disposed && !self.is_disposing() {
                         *wake_requested = true;

@@ -564,3 +564,30 @@ async fn an_effective_cancel_announces_its_cause_before_clearing() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_waking_send_whose_wake_lands_after_a_cancel_is_latched_not_parked() {
+    let h = harness().await;
+    h.script(Script::partial_then_hang("active"));
+    h.script(Script::text("raced"));
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    a.followup(Message::user_text("active")).unwrap();
+    h.adapter.wait_for_requests(1).await;
+    // The cancel lands between the send's check of the run and its wake (here: while the
+    // message's insertion is being announced, as another thread's cancel could).
+    let target = a.clone();
+    let _cancel_on_insert = h
+        .ctx
+        .on::<dsh_agent::events::InboxInserted>(move |notice| {
+            if notice.message.text() == "raced" {
+                keep(&target);
+            }
+        })
+        .unwrap();
+    a.followup(Message::user_text("raced")).unwrap();
+    a.when_idle().await;
+    assert_eq!(turn_ends(&a), [aborted(user()), TurnEndReason::Completed]);
+    assert_eq!(h.adapter.requests().len(), 2, "the raced prompt ran");
+    assert!(!a.inbox().has_pending());
+}

@@ -442,3 +442,41 @@ async fn the_parallel_cap_setting_rejects_zero() {
             .contains("maxParallelToolCalls must be a positive integer")
     );
 }
+
+#[tokio::test]
+async fn a_skipped_call_that_cannot_be_logged_still_leaves_every_call_answered() {
+    let h = harness().await;
+    let tool = TestTool::new("r", &h.log).parallel();
+    let g = tool.gate("c1");
+    h.tool(tool);
+    h.tool(TestTool::new("w", &h.log));
+    h.script(Script::tool_calls([
+        ("c1", "r", "{}"),
+        ("c2", "w", "{}"),
+        ("c3", "w", "{}"),
+    ]));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    // The synthetic "aborted before dispatch" result of c2 cannot be written.
+    a.session()
+        .add_validator(std::sync::Arc::new(|_: &Session, e: &SessionEvent| {
+            match &e.kind {
+                EventKind::ToolResult(r)
+                    if r.error.as_ref().is_some_and(|e| e.code == "ABORTED_BEFORE_DISPATCH")
+                        && matches!(&r.message.content[0],
+                            ContentBlock::ToolResult { tool_call_id, .. } if tool_call_id.as_str() == "c2") =>
+                {
+                    Err("refused by the test".into())
+                }
+                _ => Ok(()),
+            }
+        }));
+    a.followup(Message::user_text("go")).unwrap();
+    g.reached().await;
+    a.cancel(CancelCause::User, CancelOptions::default());
+    g.release();
+    a.when_idle().await;
+    let answered: Vec<String> = tool_results(a).into_iter().map(|r| r.0).collect();
+    assert_eq!(answered, ["c1", "c2", "c3"]);
+    assert_balanced(a);
+}

@@ -20,7 +20,7 @@ mod sessions;
 mod signals;
 mod sink;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
@@ -42,10 +42,7 @@ fn main() {
         },
         Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
-            Ok(settings) => {
-                print!("{}", settings.render(&process_env));
-                0
-            }
+            Ok(settings) => print_out(&settings.render(&process_env)),
             Err(e) => fail(&e),
         },
         Some(Command::Acp(args)) => match Settings::load(&overrides) {
@@ -64,6 +61,20 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// Writes a command's output to stdout; returns the exit status. A reader that stopped
+/// reading early (`dsh sessions show ID | head`) is not a failure; any other write error is.
+pub(crate) fn print_out(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("dsh: cannot write to stdout: {e}");
+            1
+        }
+    }
 }
 
 fn fail(e: &anyhow::Error) -> i32 {

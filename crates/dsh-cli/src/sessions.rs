@@ -135,10 +135,7 @@ pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCo
         }
     });
     match result {
-        Ok(text) => {
-            print!("{text}");
-            0
-        }
+        Ok(text) => crate::print_out(&text),
         Err(e) => {
             eprintln!("dsh: {e:#}");
             1

@@ -146,3 +146,29 @@ fn show_reads_a_session_another_writer_holds_without_waiting_or_repairing_it() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), live);
     drop(writer);
 }
+
+#[test]
+fn show_into_a_reader_that_stops_early_exits_quietly_instead_of_panicking() {
+    // `dsh sessions show ID | head`: the transcript is larger than a pipe holds, and the
+    // reader goes away after the first lines.
+    let w = World::new();
+    let answer = "a long line of the answer that fills the transcript\n".repeat(2_000);
+    // One delta: the mock's `text` would split it into tens of thousands of events.
+    w.server.push(MockResponse::sse(
+        dsh_testkit::sse::ChatStream::new("mock-model")
+            .role()
+            .delta(serde_json::json!({ "content": answer }), None)
+            .finish("stop")
+            .done()
+            .build(),
+    ));
+    let run = w.output(&["run", "--output-format", "stream-json", "write a lot"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let id = session_id_of(&json_lines(&run));
+    let mut child = w.bare(&["sessions", "show", &id]).spawn().unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

@@ -150,8 +150,8 @@ struct FileConfig {
 struct FileDefaults {
     provider: Option<String>,
     model: Option<String>,
-    max_parallel_tool_calls: Option<usize>,
-    max_tokens: Option<u32>,
+    max_parallel_tool_calls: Option<toml::Spanned<usize>>,
+    max_tokens: Option<toml::Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -391,19 +391,19 @@ impl Settings {
         };
 
         let max_parallel_tool_calls = match file.defaults.max_parallel_tool_calls {
-            Some(0) => bail!(
+            Some(n) if *n.get_ref() == 0 => bail!(
                 "invalid config file {}: defaults.max_parallel_tool_calls must be positive",
-                located(&config_path, &text, "max_parallel_tool_calls")
+                located(&config_path, &text, n.span().start)
             ),
-            Some(n) => Sourced::new(n, Source::File),
+            Some(n) => Sourced::new(n.into_inner(), Source::File),
             None => Sourced::new(10, Source::Default),
         };
         let max_tokens = match file.defaults.max_tokens {
-            Some(0) => bail!(
+            Some(n) if *n.get_ref() == 0 => bail!(
                 "invalid config file {}: defaults.max_tokens must be positive",
-                located(&config_path, &text, "max_tokens")
+                located(&config_path, &text, n.span().start)
             ),
-            other => other.map(|n| Sourced::new(n, Source::File)),
+            other => other.map(|n| Sourced::new(n.into_inner(), Source::File)),
         };
         Ok(Self {
             home,
@@ -582,11 +582,10 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
 }
 
-fn located(path: &Path, text: &str, key: &str) -> String {
-    match line_of(text, key) {
-        Some(l) => format!("{}:{l}", path.display()),
-        None => path.display().to_string(),
-    }
+/// `file:line:column` of the byte `offset` of the file's text.
+fn located(path: &Path, text: &str, offset: usize) -> String {
+    let (line, column) = line_column(text, offset);
+    format!("{}:{line}:{column}", path.display())
 }
 
 /// A provider's `api_key_env`, refused when the shell would pass that variable on to the

@@ -380,3 +380,33 @@ fn a_key_variable_that_commands_would_inherit_is_refused_naming_file_line_and_fi
         Some("Bearer sk-hidden-from-bash")
     );
 }
+
+#[test]
+fn a_zero_limit_in_the_config_file_is_named_at_its_own_line_not_a_comment() {
+    // As when the README's example (with `# max_tokens = 32000` commented out) is edited.
+    let w = World::new();
+    let config = w.home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[defaults]\n# max_tokens = 32000             # default: the model's own cap\n\
+         # max_parallel_tool_calls = 10\nmax_parallel_tool_calls = 0\nmax_tokens = 0\n",
+    )
+    .unwrap();
+    let out = w.output(&["run", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:4:", config.display())), "{err}");
+    assert!(err.contains("defaults.max_parallel_tool_calls"), "{err}");
+    std::fs::write(
+        &config,
+        "[defaults]\n# max_tokens = 32000             # default: the model's own cap\n\
+         max_tokens = 0\n",
+    )
+    .unwrap();
+    let out = w.output(&["run", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:3:", config.display())), "{err}");
+    assert!(err.contains("defaults.max_tokens"), "{err}");
+    assert!(w.server.requests().is_empty());
+}

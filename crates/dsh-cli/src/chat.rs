@@ -90,6 +90,9 @@ pub fn parse(line: &str) -> ChatCommand {
         ("help", []) => ChatCommand::Help,
         ("resume", [id]) => ChatCommand::Resume((*id).to_owned()),
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
+        ("exit" | "quit" | "new" | "sessions" | "cancel" | "help", _) => {
+            ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
+        }
         _ => ChatCommand::Invalid(format!("unknown command /{name} (try /help)")),
     }
 }
@@ -372,6 +375,31 @@ mod tests {
         assert_eq!(
             parse("fix the bug\n"),
             ChatCommand::Say("fix the bug".into())
+        );
+    }
+
+    #[test]
+    fn a_known_command_with_arguments_it_does_not_take_says_its_usage() {
+        for (line, usage) in [
+            ("/new now", "usage: /new"),
+            ("/exit please", "usage: /exit"),
+            ("/quit now", "usage: /quit"),
+            ("/sessions all", "usage: /sessions"),
+            ("/cancel it", "usage: /cancel"),
+            ("/help me", "usage: /help"),
+            ("/resume a b", "usage: /resume SESSION_ID"),
+        ] {
+            match parse(line) {
+                ChatCommand::Invalid(message) => {
+                    assert!(message.starts_with(usage), "{line}: {message}");
+                    assert!(!message.contains("unknown"), "{line}: {message}");
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            parse("/bogus x"),
+            ChatCommand::Invalid("unknown command /bogus (try /help)".into())
         );
     }
 }

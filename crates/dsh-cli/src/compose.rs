@@ -94,9 +94,16 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
     let ctx = Context::new();
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
     let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));
-    let executor = Arc::new(
-        LocalShellExecutor::new(ShellConfig::default()).context("cannot start the shell")?,
-    );
+    // Every configured key variable is hidden from commands, whatever its name.
+    let shell = ShellConfig {
+        hidden_env: settings
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
+            .collect(),
+        ..ShellConfig::default()
+    };
+    let executor = Arc::new(LocalShellExecutor::new(shell).context("cannot start the shell")?);
     ctx.provide::<dyn ShellExecutor>(executor.clone())?;
     // Persistence first: it must hear every session event from the first agent on, and it is
     // unmounted last so the loop's final `turn/end`s are drained to disk.

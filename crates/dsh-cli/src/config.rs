@@ -159,7 +159,7 @@ struct FileDefaults {
 struct FileProvider {
     kind: Option<ProviderKind>,
     base_url: Option<String>,
-    api_key_env: Option<toml::Spanned<String>>,
+    api_key_env: Option<String>,
     models: Option<Vec<String>>,
 }
 
@@ -288,10 +288,6 @@ impl Settings {
                     None => config_path.display().to_string(),
                 }
             };
-            let api_key_env = match fp.api_key_env {
-                Some(var) => Some(key_variable(&config_path, &text, &name, var)?),
-                None => None,
-            };
             let env_base = base_url_env(&name).and_then(|var| env(var).map(|v| (var, v)));
             match providers.get_mut(&name) {
                 Some(p) => {
@@ -303,7 +299,7 @@ impl Settings {
                     {
                         p.base_url = Sourced::new(url, Source::File);
                     }
-                    if let Some(var) = api_key_env {
+                    if let Some(var) = fp.api_key_env {
                         p.api_key_env = (!var.is_empty()).then(|| Sourced::new(var, Source::File));
                     }
                     if let Some(models) = fp.models {
@@ -330,7 +326,8 @@ impl Settings {
                             name: name.clone(),
                             kind: Sourced::new(kind, Source::File),
                             base_url: Sourced::new(base_url, Source::File),
-                            api_key_env: api_key_env
+                            api_key_env: fp
+                                .api_key_env
                                 .filter(|v| !v.is_empty())
                                 .map(|v| Sourced::new(v, Source::File)),
                             models: Sourced::new(fp.models.unwrap_or_default(), Source::File),
@@ -586,29 +583,6 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 fn located(path: &Path, text: &str, offset: usize) -> String {
     let (line, column) = line_column(text, offset);
     format!("{}:{line}:{column}", path.display())
-}
-
-/// A provider's `api_key_env`, refused when the shell would pass that variable on to the
-/// commands the agent runs: it hides only names that look like credentials (or are dsh's own),
-/// so a key under any other name would reach every command.
-fn key_variable(
-    path: &Path,
-    text: &str,
-    provider: &str,
-    var: toml::Spanned<String>,
-) -> anyhow::Result<String> {
-    let (line, column) = line_column(text, var.span().start);
-    let var = var.into_inner();
-    if !var.is_empty() && !dsh_shell::env::is_scrubbed(std::ffi::OsStr::new(&var)) {
-        bail!(
-            "invalid config file {}:{line}:{column}: providers.{provider}.api_key_env: `{var}` \
-             would be visible to every command the agent runs; name the key's variable so it \
-             contains KEY, SECRET, TOKEN or PASSWORD (e.g. `{var}_KEY`), which dsh hides from \
-             commands",
-            path.display()
-        );
-    }
-    Ok(var)
 }
 
 /// Parses the config file, turning toml's span into `file:line:column` plus the offending line.

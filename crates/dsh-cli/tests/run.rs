@@ -310,9 +310,9 @@ fn the_error_reason_is_recorded_in_the_session_log() {
 }
 
 #[test]
-fn a_key_variable_that_commands_would_inherit_is_refused_naming_file_line_and_field() {
-    // The shell hides variables whose name says KEY, SECRET, TOKEN or PASSWORD from the
-    // commands the agent runs; a key kept under any other name would reach every command.
+fn a_key_under_any_variable_name_is_hidden_from_the_commands_the_agent_runs() {
+    // The shell hides names that look like credentials; a provider's `api_key_env` is hidden
+    // whatever it is called, so a key kept as MOCK_AUTH never reaches a command.
     let w = World::new();
     let config = w.home.path().join("config.toml");
     std::fs::write(
@@ -333,41 +333,7 @@ fn a_key_variable_that_commands_would_inherit_is_refused_naming_file_line_and_fi
         .push(MockResponse::text("done"));
     let out = w
         .dsh(&["run", "--provider", "mock", "show the auth"])
-        .env("MOCK_AUTH", "sk-leaked-to-bash")
-        .output()
-        .unwrap();
-    let leaked = w.server.requests().iter().any(|r| {
-        serde_json::to_string(r.messages())
-            .unwrap()
-            .contains("sk-leaked-to-bash")
-    });
-    assert!(!leaked, "the key reached a command the agent ran");
-    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains(&format!("{}:5", config.display())), "{err}");
-    assert!(err.contains("providers.mock.api_key_env"), "{err}");
-    assert!(err.contains("MOCK_AUTH"), "{err}");
-    assert!(w.server.requests().is_empty());
-    // A name the shell hides is accepted, and the commands never see the key.
-    std::fs::write(
-        &config,
-        format!(
-            "[providers.mock]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n\
-             models = [\"m\"]\napi_key_env = \"MOCK_API_KEY\"\n",
-            w.server.url()
-        ),
-    )
-    .unwrap();
-    w.server
-        .push(MockResponse::tool_call(
-            "call_1",
-            "bash",
-            &bash("echo \"auth=[$MOCK_API_KEY]\""),
-        ))
-        .push(MockResponse::text("done"));
-    let out = w
-        .dsh(&["run", "--provider", "mock", "show the auth"])
-        .env("MOCK_API_KEY", "sk-hidden-from-bash")
+        .env("MOCK_AUTH", "sk-hidden-from-bash")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -375,6 +341,7 @@ fn a_key_variable_that_commands_would_inherit_is_refused_naming_file_line_and_fi
     assert_eq!(requests.len(), 2);
     let seen = serde_json::to_string(requests[1].messages()).unwrap();
     assert!(seen.contains("auth=[]"), "{seen}");
+    assert!(!seen.contains("sk-hidden-from-bash"), "{seen}");
     assert_eq!(
         requests[0].header("authorization"),
         Some("Bearer sk-hidden-from-bash")

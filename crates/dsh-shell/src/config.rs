@@ -27,6 +27,11 @@ pub struct ShellConfig {
     pub max_spill_bytes: u64,
     /// Time between SIGTERM and SIGKILL in the kill ladder.
     pub grace: Duration,
+    /// Further variables never passed to commands, whatever they are called. The secret scrub
+    /// goes by name (`KEY`, `SECRET`, `TOKEN`, `PASSWORD`); a front end adds the variables it
+    /// knows hold credentials (a provider's configured key variable) so that a key kept under
+    /// an innocent name still stays out of model-written commands.
+    pub hidden_env: Vec<String>,
 }
 
 impl Default for ShellConfig {
@@ -38,6 +43,7 @@ impl Default for ShellConfig {
             max_output_bytes: 64 * 1024,
             max_spill_bytes: 64 * 1024 * 1024,
             grace: Duration::from_secs(3),
+            hidden_env: Vec::new(),
         }
     }
 }

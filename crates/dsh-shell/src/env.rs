@@ -31,8 +31,11 @@ pub fn is_scrubbed(name: &OsStr) -> bool {
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
 }
 
-/// Computes a command's full environment from `parent` (normally `std::env::vars_os()`) and the
+/// Computes a command's full environment from `parent` (normally `std::env::vars_os()`), the
+/// names to `hide` besides the secret-looking ones ([`ShellConfig::hidden_env`]) and the
 /// request's explicit variables.
+///
+/// [`ShellConfig::hidden_env`]: crate::ShellConfig::hidden_env
 ///
 /// Order, later wins: scrubbed parent < [`NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat`] <
 /// `explicit`. Explicit variables are trusted (they come from the tool, not the model), so they
@@ -40,11 +43,12 @@ pub fn is_scrubbed(name: &OsStr) -> bool {
 /// sandboxing executor) apply the same policy. The result is sorted by name.
 pub fn child_env(
     parent: impl IntoIterator<Item = (OsString, OsString)>,
+    hide: &[String],
     explicit: &[(String, String)],
 ) -> Vec<(OsString, OsString)> {
     let mut env: BTreeMap<OsString, OsString> = parent
         .into_iter()
-        .filter(|(name, _)| !is_scrubbed(name))
+        .filter(|(name, _)| !is_scrubbed(name) && !hide.iter().any(|h| name == h.as_str()))
         .collect();
     for (name, value) in OVERLAY {
         env.insert(name.into(), value.into());
@@ -85,6 +89,7 @@ mod tests {
                 ("HOME", "/home/u"),
             ]),
             &[],
+            &[],
         );
         for gone in [
             "MY_API_KEY",
@@ -101,9 +106,21 @@ mod tests {
     }
 
     #[test]
+    fn variables_named_as_hidden_are_scrubbed_whatever_their_name() {
+        let env = child_env(
+            parent(&[("OLLAMA_AUTH", "k"), ("OLLAMA_HOST", "h")]),
+            &["OLLAMA_AUTH".to_owned()],
+            &[],
+        );
+        assert_eq!(lookup(&env, "OLLAMA_AUTH"), None);
+        assert_eq!(lookup(&env, "OLLAMA_HOST"), Some(OsStr::new("h")));
+    }
+
+    #[test]
     fn overlay_replaces_inherited_terminal_settings() {
         let env = child_env(
             parent(&[("TERM", "xterm-256color"), ("PAGER", "less")]),
+            &[],
             &[],
         );
         assert_eq!(lookup(&env, "TERM"), Some(OsStr::new("dumb")));
@@ -119,7 +136,7 @@ mod tests {
             ("TERM".to_owned(), "vt100".to_owned()),
             ("SERVICE_TOKEN".to_owned(), "trusted".to_owned()),
         ];
-        let env = child_env(parent(&[("DSH_SESSION_ID", "outer")]), &explicit);
+        let env = child_env(parent(&[("DSH_SESSION_ID", "outer")]), &[], &explicit);
         assert_eq!(lookup(&env, "DSH_SESSION_ID"), Some(OsStr::new("s1")));
         assert_eq!(lookup(&env, "TERM"), Some(OsStr::new("vt100")));
         assert_eq!(lookup(&env, "SERVICE_TOKEN"), Some(OsStr::new("trusted")));

@@ -100,7 +100,7 @@ impl LocalShellExecutor {
         if state.disposed {
             return Err(ShellError::Disposed);
         }
-        let env = child_env(std::env::vars_os(), &spec.env);
+        let env = child_env(std::env::vars_os(), &self.config.hidden_env, &spec.env);
         let launch = Launch {
             command: &spec.command,
             workdir: &spec.workdir,

@@ -413,6 +413,57 @@ fn crash_repair_closes_an_open_turn_with_synthetic_results() {
     );
 }
 
+/// INV-REL-4: a result pairs with the call of the same id *in the same step*. Providers (and
+/// the OpenAI-compatible adapter, for calls sent without an id) reuse ids such as `call_0` in
+/// every response, so crash repair and the balance check must not let step 1's answered
+/// `call_0` stand for step 2's unanswered one.
+#[test]
+fn inv_rel_4_crash_repair_pairs_reused_call_ids_per_step() {
+    let s = guarded();
+    s.append(EventKind::TurnStart(TurnStart { turn: 1 }))
+        .unwrap();
+    s.append(EventKind::StepStart(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    s.append(am(1, 1, assistant_calling("call_0"))).unwrap();
+    let call = |step| {
+        EventKind::ToolCall(ToolCall {
+            turn: 1,
+            step,
+            call_id: CallId::new("call_0"),
+            name: "bash".into(),
+            arguments: "{}".into(),
+        })
+    };
+    let first_call = s.append(call(1)).unwrap().seq;
+    s.append_draft(
+        EventDraft::new(tr(1, 1, tool_result("call_0", "ok"))).with_sources(vec![first_call]),
+    )
+    .unwrap();
+    s.append(EventKind::StepEnd(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    s.append(EventKind::StepStart(StepBoundary { turn: 1, step: 2 }))
+        .unwrap();
+    s.append(am(1, 2, assistant_calling("call_0"))).unwrap();
+    let second_call = s.append(call(2)).unwrap().seq;
+    // The process dies while step 2's `call_0` runs.
+
+    let events: Vec<SessionEvent> = s.events().iter().map(|e| (**e).clone()).collect();
+    let closers = interrupted_turn_closers(&events);
+    let kinds: Vec<&str> = closers.iter().map(|e| e.type_name()).collect();
+    assert_eq!(kinds, ["tool/result", "step/end", "turn/end"]);
+    let EventKind::ToolResult(r) = &closers[0].kind else {
+        unreachable!()
+    };
+    assert_eq!((r.turn, r.step), (1, 2));
+    assert_eq!(r.error.as_ref().unwrap().code, "TOOL_OUTCOME_UNKNOWN");
+    assert_eq!(closers[0].source_event_seqs, Some(vec![second_call]));
+
+    let mut repaired = events;
+    repaired.extend(closers);
+    let session = Session::new(s.header().clone(), Some(repaired)).unwrap();
+    check_balanced(&session.events()).unwrap();
+}
+
 fn guarded() -> Arc<Session> {
     let s = fresh();
     s.add_validator(relational_validator());

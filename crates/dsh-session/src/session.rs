@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::error::SessionError;
 use crate::event::{
-    EventKind, REJECTED_LEGACY_TYPES, RequestContext, RequestHeader, SessionEvent, SurfaceOp,
+    CORE_EVENT_TYPES, EventKind, REJECTED_LEGACY_TYPES, RequestContext, RequestHeader,
+    SessionEvent, SurfaceOp,
 };
 use crate::header::{SessionHeader, now_ms};
 use crate::ids::SessionId;
@@ -441,6 +442,13 @@ fn validate(state: &State, event: &SessionEvent) -> Result<(), String> {
     if REJECTED_LEGACY_TYPES.contains(&ty) {
         return Err(format!(
             "`{ty}` is legacy vocabulary that this version refuses"
+        ));
+    }
+    // Written under a core name, a plugin event would be read back as that core type: it
+    // would fail to parse (making the whole log unreadable) or change meaning.
+    if matches!(event.kind, EventKind::Other { .. }) && CORE_EVENT_TYPES.contains(&ty) {
+        return Err(format!(
+            "`{ty}` is a core event type; a plugin event cannot use its name"
         ));
     }
     check_values(&event.kind).map_err(|e| format!("non-JSON: {e}"))?;

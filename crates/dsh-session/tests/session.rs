@@ -173,6 +173,35 @@ fn legacy_vocabulary_is_rejected() {
     );
 }
 
+/// INV-SES-2: what `append` commits must read back as the same event. A plugin-owned event
+/// under a core type name would be written as that core type and, on load, either fail to
+/// parse (the whole session file becomes unreadable) or change meaning (a `turn/start`).
+#[test]
+fn inv_ses_2_plugin_events_cannot_take_a_core_type_name() {
+    let s = fresh();
+    for (name, data) in [
+        ("turn/start", json!({"turn": 7})),
+        ("user/message", json!({"x": 1})),
+        ("session/end-seed", json!([])),
+        ("agent/inbox/spliced", json!({})),
+    ] {
+        let err = s.append_plugin(name, &data).unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidEvent { .. }),
+            "{name}: {err}"
+        );
+        assert!(s.append(EventKind::other(name, data)).is_err(), "{name}");
+    }
+    assert!(s.is_empty());
+    assert_eq!(s.last_turn(), 0);
+    // Plugin names stay free.
+    let ev = s
+        .append_plugin("llm/retry", &json!({"attempt": 1}))
+        .unwrap();
+    let line = serde_json::to_string(&*ev).unwrap();
+    assert_eq!(serde_json::from_str::<SessionEvent>(&line).unwrap(), *ev);
+}
+
 #[test]
 fn derived_history_projects_the_surface_and_skips_empty_assistant_messages() {
     let s = fresh();

@@ -533,6 +533,16 @@ fn check_values(kind: &EventKind) -> Result<(), String> {
     let check_message = |m: &Message| -> Result<(), String> {
         match &m.source {
             MessageSource::Plugin { extra, .. } => {
+                // Extras are flattened beside the source's own fields; a duplicate key would
+                // make the written event unreadable.
+                if let Some(key) = ["kind", "plugin"]
+                    .into_iter()
+                    .find(|k| extra.contains_key(*k))
+                {
+                    return Err(format!(
+                        "$.source.{key} is both a plugin source field and an extra field"
+                    ));
+                }
                 for v in extra.values() {
                     lossless::check(v)?;
                 }

@@ -202,6 +202,51 @@ fn inv_ses_2_plugin_events_cannot_take_a_core_type_name() {
     assert_eq!(serde_json::from_str::<SessionEvent>(&line).unwrap(), *ev);
 }
 
+/// INV-SES-2: a plugin source's extra fields are flattened beside `kind` and `plugin`; an extra
+/// field of either name would be written as a duplicate key, and a log holding that line
+/// cannot be read back. Such a message is refused before the log changes.
+#[test]
+fn inv_ses_2_plugin_source_extras_cannot_shadow_kind_or_plugin() {
+    let s = fresh();
+    for key in ["kind", "plugin"] {
+        let mut extra = serde_json::Map::new();
+        extra.insert(key.into(), json!("notice"));
+        let m = Arc::new(Message::user(
+            vec![ContentBlock::text("x")],
+            MessageSource::Plugin {
+                plugin: "p".into(),
+                extra,
+            },
+        ));
+        assert!(
+            s.append(EventKind::UserMessage(m.clone())).is_err(),
+            "{key}"
+        );
+        let splice = EventKind::InboxSpliced(InboxSplice {
+            target: InboxTarget::NextStep,
+            start: 0,
+            removed_count: None,
+            inserted: vec![m],
+            outcome: None,
+        });
+        assert!(s.append(splice).is_err(), "{key}");
+    }
+    assert!(s.is_empty());
+    // Other extra fields are kept and read back.
+    let mut extra = serde_json::Map::new();
+    extra.insert("form".into(), json!("notice"));
+    let m = Message::user(
+        vec![ContentBlock::text("x")],
+        MessageSource::Plugin {
+            plugin: "p".into(),
+            extra,
+        },
+    );
+    let ev = s.append(EventKind::UserMessage(Arc::new(m))).unwrap();
+    let line = serde_json::to_string(&*ev).unwrap();
+    assert_eq!(serde_json::from_str::<SessionEvent>(&line).unwrap(), *ev);
+}
+
 #[test]
 fn derived_history_projects_the_surface_and_skips_empty_assistant_messages() {
     let s = fresh();

@@ -360,6 +360,24 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "tool/code-dispatch",
 ];
 
+/// The core type names, each read back as its typed [`EventKind`]; a plugin-owned
+/// [`EventKind::Other`] may not use one.
+pub(crate) const CORE_EVENT_TYPES: &[&str] = &[
+    names::TURN_START,
+    names::TURN_END,
+    names::STEP_START,
+    names::STEP_END,
+    names::USER_MESSAGE,
+    names::ASSISTANT_CHUNK,
+    names::ASSISTANT_MESSAGE,
+    names::TOOL_CALL,
+    names::TOOL_RESULT,
+    names::REQUEST_HEADER,
+    names::REQUEST_CONTEXT,
+    names::SESSION_END_SEED,
+    names::INBOX_SPLICED,
+];
+
 /// Legacy vocabulary that must be rejected rather than misread.
 pub const REJECTED_LEGACY_TYPES: &[&str] = &["request/header-delta"];
 

@@ -38,11 +38,15 @@ pub fn interrupted_turn_closers(events: &[SessionEvent]) -> Vec<SessionEvent> {
     let mut out = Vec::new();
 
     let tail = &events[start..];
-    let answered: HashSet<&CallId> = tail
+    // Calls pair with results within their step (INV-REL-4): providers reuse ids such as
+    // `call_0` in every response, so an id alone does not identify a call.
+    let answered: HashSet<(u64, u64, &CallId)> = tail
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ToolResult(r) => r.message.content.iter().find_map(|b| match b {
-                ContentBlock::ToolResult { tool_call_id, .. } => Some(tool_call_id),
+                ContentBlock::ToolResult { tool_call_id, .. } => {
+                    Some((r.turn, r.step, tool_call_id))
+                }
                 _ => None,
             }),
             _ => None,
@@ -61,12 +65,13 @@ pub fn interrupted_turn_closers(events: &[SessionEvent]) -> Vec<SessionEvent> {
             continue;
         };
         for (call_id, _, _) in a.message.tool_calls() {
-            if answered.contains(call_id) {
+            if answered.contains(&(a.turn, a.step, call_id)) {
                 continue;
             }
-            let logged = tail
-                .iter()
-                .find(|c| matches!(&c.kind, EventKind::ToolCall(tc) if &tc.call_id == call_id));
+            let logged = tail.iter().find(|c| {
+                matches!(&c.kind, EventKind::ToolCall(tc)
+                    if &tc.call_id == call_id && tc.turn == a.turn && tc.step == a.step)
+            });
             let (code, text, sources) = match logged {
                 Some(call) => (
                     TOOL_OUTCOME_UNKNOWN,
@@ -141,9 +146,10 @@ pub fn interrupted_turn_closers(events: &[SessionEvent]) -> Vec<SessionEvent> {
 pub fn check_balanced(events: &[Arc<SessionEvent>]) -> Result<(), String> {
     let mut open_turn: Option<u64> = None;
     let mut open_step: Option<(u64, u64)> = None;
-    let mut requested: Vec<CallId> = Vec::new();
-    let mut results: HashSet<CallId> = HashSet::new();
-    let mut calls: HashSet<CallId> = HashSet::new();
+    // Keyed by (turn, step, call id): ids are unique only within one step's response.
+    let mut requested: Vec<(u64, u64, CallId)> = Vec::new();
+    let mut results: HashSet<(u64, u64, CallId)> = HashSet::new();
+    let mut calls: HashSet<(u64, u64, CallId)> = HashSet::new();
     for e in events {
         match &e.kind {
             EventKind::TurnStart(t) => {
@@ -185,16 +191,20 @@ pub fn check_balanced(events: &[Arc<SessionEvent>]) -> Result<(), String> {
                 }
                 open_step = None;
             }
-            EventKind::ToolCall(c) if !calls.insert(c.call_id.clone()) => {
+            EventKind::ToolCall(c) if !calls.insert((c.turn, c.step, c.call_id.clone())) => {
                 return Err(format!("tool/call {} logged twice", c.call_id));
             }
             EventKind::AssistantMessage(a) => {
-                requested.extend(a.message.tool_calls().map(|(id, _, _)| id.clone()));
+                requested.extend(
+                    a.message
+                        .tool_calls()
+                        .map(|(id, _, _)| (a.turn, a.step, id.clone())),
+                );
             }
             EventKind::ToolResult(r) if e.surface_op == Some(SurfaceOp::Append) => {
                 for b in &r.message.content {
                     if let ContentBlock::ToolResult { tool_call_id, .. } = b
-                        && !results.insert(tool_call_id.clone())
+                        && !results.insert((r.turn, r.step, tool_call_id.clone()))
                     {
                         return Err(format!("tool call {tool_call_id} has two results"));
                     }
@@ -206,10 +216,10 @@ pub fn check_balanced(events: &[Arc<SessionEvent>]) -> Result<(), String> {
     if let Some(t) = open_turn {
         return Err(format!("turn {t} is never closed"));
     }
-    if let Some(c) = calls.iter().find(|c| !results.contains(*c)) {
+    if let Some((_, _, c)) = calls.iter().find(|c| !results.contains(*c)) {
         return Err(format!("tool/call {c} has no tool/result"));
     }
-    if let Some(c) = requested.iter().find(|c| !results.contains(*c)) {
+    if let Some((_, _, c)) = requested.iter().find(|c| !results.contains(*c)) {
         return Err(format!("assistant tool call {c} has no tool/result"));
     }
     Ok(())

@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::error::SessionError;
 use crate::event::{
-    EventKind, REJECTED_LEGACY_TYPES, RequestContext, RequestHeader, SessionEvent, SurfaceOp,
+    CORE_EVENT_TYPES, EventKind, REJECTED_LEGACY_TYPES, RequestContext, RequestHeader,
+    SessionEvent, SurfaceOp,
 };
 use crate::header::{SessionHeader, now_ms};
 use crate::ids::SessionId;
@@ -443,6 +444,13 @@ fn validate(state: &State, event: &SessionEvent) -> Result<(), String> {
             "`{ty}` is legacy vocabulary that this version refuses"
         ));
     }
+    // Written under a core name, a plugin event would be read back as that core type: it
+    // would fail to parse (making the whole log unreadable) or change meaning.
+    if matches!(event.kind, EventKind::Other { .. }) && CORE_EVENT_TYPES.contains(&ty) {
+        return Err(format!(
+            "`{ty}` is a core event type; a plugin event cannot use its name"
+        ));
+    }
     check_values(&event.kind).map_err(|e| format!("non-JSON: {e}"))?;
 
     let surface = event.kind.is_surface();
@@ -525,6 +533,16 @@ fn check_values(kind: &EventKind) -> Result<(), String> {
     let check_message = |m: &Message| -> Result<(), String> {
         match &m.source {
             MessageSource::Plugin { extra, .. } => {
+                // Extras are flattened beside the source's own fields; a duplicate key would
+                // make the written event unreadable.
+                if let Some(key) = ["kind", "plugin"]
+                    .into_iter()
+                    .find(|k| extra.contains_key(*k))
+                {
+                    return Err(format!(
+                        "$.source.{key} is both a plugin source field and an extra field"
+                    ));
+                }
                 for v in extra.values() {
                     lossless::check(v)?;
                 }

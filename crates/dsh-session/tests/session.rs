@@ -173,6 +173,80 @@ fn legacy_vocabulary_is_rejected() {
     );
 }
 
+/// INV-SES-2: what `append` commits must read back as the same event. A plugin-owned event
+/// under a core type name would be written as that core type and, on load, either fail to
+/// parse (the whole session file becomes unreadable) or change meaning (a `turn/start`).
+#[test]
+fn inv_ses_2_plugin_events_cannot_take_a_core_type_name() {
+    let s = fresh();
+    for (name, data) in [
+        ("turn/start", json!({"turn": 7})),
+        ("user/message", json!({"x": 1})),
+        ("session/end-seed", json!([])),
+        ("agent/inbox/spliced", json!({})),
+    ] {
+        let err = s.append_plugin(name, &data).unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidEvent { .. }),
+            "{name}: {err}"
+        );
+        assert!(s.append(EventKind::other(name, data)).is_err(), "{name}");
+    }
+    assert!(s.is_empty());
+    assert_eq!(s.last_turn(), 0);
+    // Plugin names stay free.
+    let ev = s
+        .append_plugin("llm/retry", &json!({"attempt": 1}))
+        .unwrap();
+    let line = serde_json::to_string(&*ev).unwrap();
+    assert_eq!(serde_json::from_str::<SessionEvent>(&line).unwrap(), *ev);
+}
+
+/// INV-SES-2: a plugin source's extra fields are flattened beside `kind` and `plugin`; an extra
+/// field of either name would be written as a duplicate key, and a log holding that line
+/// cannot be read back. Such a message is refused before the log changes.
+#[test]
+fn inv_ses_2_plugin_source_extras_cannot_shadow_kind_or_plugin() {
+    let s = fresh();
+    for key in ["kind", "plugin"] {
+        let mut extra = serde_json::Map::new();
+        extra.insert(key.into(), json!("notice"));
+        let m = Arc::new(Message::user(
+            vec![ContentBlock::text("x")],
+            MessageSource::Plugin {
+                plugin: "p".into(),
+                extra,
+            },
+        ));
+        assert!(
+            s.append(EventKind::UserMessage(m.clone())).is_err(),
+            "{key}"
+        );
+        let splice = EventKind::InboxSpliced(InboxSplice {
+            target: InboxTarget::NextStep,
+            start: 0,
+            removed_count: None,
+            inserted: vec![m],
+            outcome: None,
+        });
+        assert!(s.append(splice).is_err(), "{key}");
+    }
+    assert!(s.is_empty());
+    // Other extra fields are kept and read back.
+    let mut extra = serde_json::Map::new();
+    extra.insert("form".into(), json!("notice"));
+    let m = Message::user(
+        vec![ContentBlock::text("x")],
+        MessageSource::Plugin {
+            plugin: "p".into(),
+            extra,
+        },
+    );
+    let ev = s.append(EventKind::UserMessage(Arc::new(m))).unwrap();
+    let line = serde_json::to_string(&*ev).unwrap();
+    assert_eq!(serde_json::from_str::<SessionEvent>(&line).unwrap(), *ev);
+}
+
 #[test]
 fn derived_history_projects_the_surface_and_skips_empty_assistant_messages() {
     let s = fresh();
@@ -411,6 +485,57 @@ fn crash_repair_closes_an_open_turn_with_synthetic_results() {
         )
         .is_empty()
     );
+}
+
+/// INV-REL-4: a result pairs with the call of the same id *in the same step*. Providers (and
+/// the OpenAI-compatible adapter, for calls sent without an id) reuse ids such as `call_0` in
+/// every response, so crash repair and the balance check must not let step 1's answered
+/// `call_0` stand for step 2's unanswered one.
+#[test]
+fn inv_rel_4_crash_repair_pairs_reused_call_ids_per_step() {
+    let s = guarded();
+    s.append(EventKind::TurnStart(TurnStart { turn: 1 }))
+        .unwrap();
+    s.append(EventKind::StepStart(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    s.append(am(1, 1, assistant_calling("call_0"))).unwrap();
+    let call = |step| {
+        EventKind::ToolCall(ToolCall {
+            turn: 1,
+            step,
+            call_id: CallId::new("call_0"),
+            name: "bash".into(),
+            arguments: "{}".into(),
+        })
+    };
+    let first_call = s.append(call(1)).unwrap().seq;
+    s.append_draft(
+        EventDraft::new(tr(1, 1, tool_result("call_0", "ok"))).with_sources(vec![first_call]),
+    )
+    .unwrap();
+    s.append(EventKind::StepEnd(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    s.append(EventKind::StepStart(StepBoundary { turn: 1, step: 2 }))
+        .unwrap();
+    s.append(am(1, 2, assistant_calling("call_0"))).unwrap();
+    let second_call = s.append(call(2)).unwrap().seq;
+    // The process dies while step 2's `call_0` runs.
+
+    let events: Vec<SessionEvent> = s.events().iter().map(|e| (**e).clone()).collect();
+    let closers = interrupted_turn_closers(&events);
+    let kinds: Vec<&str> = closers.iter().map(|e| e.type_name()).collect();
+    assert_eq!(kinds, ["tool/result", "step/end", "turn/end"]);
+    let EventKind::ToolResult(r) = &closers[0].kind else {
+        unreachable!()
+    };
+    assert_eq!((r.turn, r.step), (1, 2));
+    assert_eq!(r.error.as_ref().unwrap().code, "TOOL_OUTCOME_UNKNOWN");
+    assert_eq!(closers[0].source_event_seqs, Some(vec![second_call]));
+
+    let mut repaired = events;
+    repaired.extend(closers);
+    let session = Session::new(s.header().clone(), Some(repaired)).unwrap();
+    check_balanced(&session.events()).unwrap();
 }
 
 fn guarded() -> Arc<Session> {

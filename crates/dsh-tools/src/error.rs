@@ -10,6 +10,8 @@ pub const TOOL_ABORTED_BEFORE_DISPATCH: &str = "ABORTED_BEFORE_DISPATCH";
 pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
 /// Code of a call whose arguments do not match the tool's parameters.
 pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
+/// Code of a call whose result (presentation meta or contexts) is not lossless JSON.
+pub const INVALID_TOOL_OUTPUT: &str = "INVALID_TOOL_OUTPUT";
 /// Code of a call whose tool body panicked.
 pub const TOOL_PANICKED: &str = "TOOL_PANICKED";
 

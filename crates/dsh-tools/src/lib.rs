@@ -32,8 +32,8 @@ pub use approval::{ApprovalOutcome, ApprovalRequest, Approver};
 pub use call_context::ToolCallContext;
 pub use caller::ToolCaller;
 pub use error::{
-    INVALID_ARGUMENTS, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_PANICKED, ToolError,
-    ToolsError, UNKNOWN_TOOL,
+    INVALID_ARGUMENTS, INVALID_TOOL_OUTPUT, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_PANICKED, ToolError, ToolsError, UNKNOWN_TOOL,
 };
 pub use events::{
     DispatchCall, PostExecute, PostExecuteInput, PreExecute, ToolResultNotice, ToolsChange,

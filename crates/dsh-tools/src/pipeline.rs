@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use dsh_kernel::{BoxError, ScopedRegistry};
-use dsh_session::Message;
+use dsh_session::{Message, lossless};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
 use parking_lot::Mutex;
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalOutcome, ApprovalRequest, Approver};
 use crate::call_context::ToolCallContext;
-use crate::error::ToolError;
+use crate::error::{INVALID_TOOL_OUTPUT, ToolError};
 use crate::events::{
     DispatchCall, PostExecute, PostExecuteInput, PreExecute, ToolResultNotice, ToolsExecute,
     ToolsPostExecute, ToolsPreExecute, ToolsResult,
@@ -297,6 +297,7 @@ impl ToolRuntime {
                 result = cancellation(body_invoked, contexts);
             }
         }
+        result = materialize(exec, result);
         result = self.finalize(exec, result);
         let notice = ToolResultNotice {
             exec: view,
@@ -333,6 +334,31 @@ impl ToolRuntime {
         };
         self.finish(exec, outcome).await
     }
+}
+
+/// Checks that what the caller will record is lossless JSON: a result carrying, say, a `-0`
+/// in its meta or in a context could not be logged, which would fail the whole step instead
+/// of this call. Such a result becomes the call's own error (INV-PIPE-5).
+fn materialize(exec: &ToolExec, result: ToolCallResult) -> ToolCallResult {
+    let meta = result.meta.as_ref().map_or(Ok(()), lossless::check);
+    let problem = meta.err().or_else(|| {
+        result
+            .additional_contexts
+            .iter()
+            .find_map(|m| lossless::to_value(m).err())
+    });
+    let Some(problem) = problem else {
+        return result;
+    };
+    tracing::warn!(tool = %exec.name, call = %exec.call_id, %problem, "tool result is not lossless JSON");
+    ToolCallResult::from_error(&ToolError::coded(
+        "ToolOutputError",
+        INVALID_TOOL_OUTPUT,
+        format!(
+            "tool `{}` produced a result that cannot be recorded: {problem}",
+            exec.name
+        ),
+    ))
 }
 
 /// The innermost `tools/execute` step: the tool body itself.

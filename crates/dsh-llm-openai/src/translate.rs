@@ -32,8 +32,10 @@ pub enum Progress {
 /// concatenated arguments of both and leave the other unanswered): a delta whose id differs
 /// from the id its index already carries starts a new call (some servers number every call
 /// 0); a delta without an index belongs to the call its id names, or, without an id, to the
-/// latest call. Ids are unique within a response: a call without one is named `call_<block>`,
-/// and a repeated id gets `_<block>` appended, so every call can be answered exactly once.
+/// latest call. Ids are unique within a response: a call without one is named
+/// `call_<nonce>_<block>` (the nonce is random per response, so such names never repeat across
+/// the steps of a session, where the log, crash repair and editors tell calls apart by id), and
+/// a repeated id gets `_<block>` appended, so every call can be answered exactly once.
 #[derive(Debug, Default)]
 pub struct Translator {
     blocks: Vec<Open>,
@@ -239,6 +241,7 @@ impl Translator {
         let blocks = std::mem::take(&mut self.blocks);
         let empty = blocks.is_empty();
         let mut call_ids = HashSet::new();
+        let mut nonce: Option<String> = None;
         for (i, block) in blocks.into_iter().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
             let block = match block {
@@ -252,7 +255,11 @@ impl Translator {
                     // A call without an id, or with another call's id, could never be answered
                     // on its own; give it a stable, unique one.
                     let mut id = if id.is_empty() {
-                        format!("call_{index}")
+                        let nonce = nonce.get_or_insert_with(|| {
+                            let random = dsh_llm::MessageId::generate();
+                            random.as_str().replace('-', "")[..12].to_owned()
+                        });
+                        format!("call_{nonce}_{index}")
                     } else {
                         id
                     };
@@ -375,14 +382,37 @@ mod tests {
             json!([{"index": 2, "function": {"name": "t", "arguments": "3"}}]),
             json!([{"index": 3, "id": "call_2", "function": {"name": "t", "arguments": "4"}}]),
         ]);
+        let ContentBlock::ToolCall { id: unnamed, .. } = &blocks[2] else {
+            panic!("{blocks:?}");
+        };
+        let unnamed = unnamed.as_str().to_owned();
+        assert!(
+            unnamed.starts_with("call_") && unnamed.ends_with("_2"),
+            "{unnamed}"
+        );
         assert_eq!(
             blocks,
             [
                 call("x", "t", "1"),
                 call("x_1", "t", "2"),
-                call("call_2", "t", "3"),
-                call("call_2_3", "t", "4"),
+                call(&unnamed, "t", "3"),
+                call("call_2", "t", "4"),
             ]
         );
+    }
+
+    #[test]
+    fn calls_without_ids_get_names_no_other_response_uses() {
+        let unnamed = || {
+            let (blocks, _) =
+                calls(&[json!([{"index": 0, "function": {"name": "t", "arguments": "1"}}])]);
+            match &blocks[0] {
+                ContentBlock::ToolCall { id, .. } => id.as_str().to_owned(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (first, second) = (unnamed(), unnamed());
+        assert!(first.starts_with("call_"), "{first}");
+        assert_ne!(first, second, "two responses named their calls alike");
     }
 }

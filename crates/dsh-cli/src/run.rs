@@ -139,6 +139,24 @@ struct ResultLine<'a> {
     text: &'a str,
 }
 
+/// Prints the final `result` line of stream-json. Also printed when the run fails before any
+/// turn (`reason: null`), so a consumer always finds the run's outcome as the last line.
+fn print_result_line(id: &SessionId, code: i32, reason: Option<&TurnEndReason>, text: &str) {
+    let line = ResultLine {
+        kind: "result",
+        session_id: id.as_str(),
+        exit_code: code,
+        reason,
+        text,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let written = match serde_json::to_string(&line) {
+        Ok(json) => writeln!(stdout, "{json}"),
+        Err(e) => Err(std::io::Error::other(e)),
+    };
+    let _ = written.and_then(|()| stdout.flush());
+}
+
 async fn drive(
     composed: &Composed,
     args: &RunArgs,
@@ -185,6 +203,9 @@ async fn drive(
             if let Some(sink) = sink {
                 sink.close();
             }
+            if args.output_format == OutputFormat::StreamJson {
+                print_result_line(&id, 1, None, "");
+            }
             eprintln!("dsh: {:#}", anyhow::Error::new(e));
             return 1;
         }
@@ -195,6 +216,9 @@ async fn drive(
     if let Err(e) = agent.followup(Message::user_text(task)) {
         if let Some(sink) = sink {
             sink.close();
+        }
+        if args.output_format == OutputFormat::StreamJson {
+            print_result_line(&id, 1, None, "");
         }
         eprintln!("dsh: {:#}", anyhow::Error::new(e));
         return 1;
@@ -218,25 +242,15 @@ async fn drive(
         sink.close();
     }
     let code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
-    let mut stdout = std::io::stdout().lock();
-    let written = match args.output_format {
-        OutputFormat::Text => writeln!(stdout, "{}", outcome.text),
-        OutputFormat::StreamJson => {
-            let line = ResultLine {
-                kind: "result",
-                session_id: id.as_str(),
-                exit_code: code,
-                reason: outcome.reason.as_ref(),
-                text: &outcome.text,
-            };
-            match serde_json::to_string(&line) {
-                Ok(json) => writeln!(stdout, "{json}"),
-                Err(e) => Err(std::io::Error::other(e)),
-            }
+    match args.output_format {
+        OutputFormat::Text => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{}", outcome.text).and_then(|()| stdout.flush());
         }
-    };
-    let _ = written.and_then(|()| stdout.flush());
-    drop(stdout);
+        OutputFormat::StreamJson => {
+            print_result_line(&id, code, outcome.reason.as_ref(), &outcome.text);
+        }
+    }
     if let Some(TurnEndReason::Error { error }) = &outcome.reason {
         eprintln!("dsh: {error}");
     }

@@ -188,6 +188,27 @@ fn resuming_an_unknown_session_fails_creation_with_exit_one() {
 }
 
 #[test]
+fn stream_json_ends_with_a_result_line_even_when_no_turn_could_run() {
+    let w = World::new();
+    let out = w.output(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--resume",
+        "session-nope",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = json_lines(&out);
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["type"], "result", "{last}");
+    assert_eq!(last["sessionId"], "session-nope");
+    assert_eq!(last["exitCode"], 1);
+    assert!(last["reason"].is_null(), "{last}");
+    assert!(stderr(&out).contains("session-nope"));
+}
+
+#[test]
 fn a_missing_key_names_the_variable_and_sends_no_request() {
     let w = World::new();
     w.server.push(MockResponse::text("unused"));

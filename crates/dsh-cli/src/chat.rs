@@ -68,6 +68,7 @@ commands:
   /sessions     list stored sessions
   /cancel       cancel the running turn (or press Ctrl-C)
   /exit         leave (or press Ctrl-D)
+  //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
 
 /// Parses one submitted line.
@@ -79,8 +80,16 @@ pub fn parse(line: &str) -> ChatCommand {
     let Some(command) = trimmed.strip_prefix('/') else {
         return ChatCommand::Say(line.trim_end().to_owned());
     };
+    // `//text` says `/text`; a line starting with a path (`/usr/bin/cc fails, why?`) is a
+    // message, not an unknown command.
+    if command.starts_with('/') {
+        return ChatCommand::Say(command.to_owned());
+    }
     let mut words = command.split_whitespace();
     let name = words.next().unwrap_or("");
+    if name.contains('/') {
+        return ChatCommand::Say(line.trim_end().to_owned());
+    }
     let rest: Vec<&str> = words.collect();
     match (name, rest.as_slice()) {
         ("exit" | "quit", []) => ChatCommand::Exit,
@@ -376,6 +385,19 @@ mod tests {
             parse("fix the bug\n"),
             ChatCommand::Say("fix the bug".into())
         );
+    }
+
+    #[test]
+    fn a_line_starting_with_a_path_or_a_double_slash_is_said_not_a_command() {
+        assert_eq!(
+            parse("/usr/bin/cc fails, why?"),
+            ChatCommand::Say("/usr/bin/cc fails, why?".into())
+        );
+        assert_eq!(
+            parse("//exit is a command here?"),
+            ChatCommand::Say("/exit is a command here?".into())
+        );
+        assert!(matches!(parse("/bogus now"), ChatCommand::Invalid(_)));
     }
 
     #[test]

@@ -517,7 +517,7 @@ impl Settings {
             );
             line(
                 &mut out,
-                format!("base_url = {}", q(&p.base_url.value)),
+                format!("base_url = {}", q(&redact_url(&p.base_url.value))),
                 &p.base_url.source,
             );
             match &p.api_key_env {
@@ -583,6 +583,30 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 fn located(path: &Path, text: &str, offset: usize) -> String {
     let (line, column) = line_column(text, offset);
     format!("{}:{line}:{column}", path.display())
+}
+
+/// A URL as `config show` prints it: credentials in its user-info part and its query (where
+/// some servers take a key) are replaced by `***`. The adapter refuses such URLs anyway; this
+/// keeps `config show`, which people paste into bug reports, from printing them first.
+fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, _)) => format!("{path}?***"),
+        None => tail.to_owned(),
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{authority}{tail}"),
+        None => format!("{authority}{tail}"),
+    }
 }
 
 /// Parses the config file, turning toml's span into `file:line:column` plus the offending line.
@@ -720,6 +744,19 @@ mod tests {
         )
         .unwrap();
         local.check_credentials(&env).unwrap();
+    }
+
+    #[test]
+    fn render_redacts_credentials_in_base_urls() {
+        assert_eq!(
+            redact_url("https://user:sk-pass@host:8080/v1?key=sk-q#f"),
+            "https://***@host:8080/v1?***"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:11434/v1"),
+            "http://127.0.0.1:11434/v1"
+        );
+        assert_eq!(redact_url("host/v1"), "host/v1");
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn discover_with_budget(cwd: &Path, budget: usize) -> Vec<Instruction> {
     for dir in cwd.ancestors() {
         let path = dir.join(FILE_NAME);
         if left > 0
-            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Some(text) = read_bounded(&path, left)
             && !text.trim().is_empty()
         {
             let (text, truncated) = truncate(text, left);
@@ -56,6 +56,38 @@ fn discover_with_budget(cwd: &Path, budget: usize) -> Vec<Instruction> {
     }
     found.reverse();
     found
+}
+
+/// Reads at most a little over `max` bytes of `path` (enough for [`truncate`] to see that it
+/// was cut), as text: bytes that are not UTF-8 are replaced rather than losing the whole file.
+/// `None` when there is no such file; a file that cannot be read is reported and skipped.
+fn read_bounded(path: &Path, max: usize) -> Option<String> {
+    use std::io::Read as _;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read an AGENTS.md; skipped");
+            return None;
+        }
+    };
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(4);
+    if let Err(e) = file.take(limit).read_to_end(&mut bytes) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot read an AGENTS.md; skipped");
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            // A multibyte character cut by the read limit is not the file's fault.
+            let whole = e.utf8_error().error_len().is_some();
+            if whole {
+                tracing::warn!(path = %path.display(), "AGENTS.md is not valid UTF-8; invalid bytes replaced");
+            }
+            Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }
+    }
 }
 
 fn truncate(mut text: String, max: usize) -> (String, bool) {
@@ -114,6 +146,26 @@ mod tests {
         assert_eq!(texts, ["repo", "sub"]);
         let section = render(&found).unwrap();
         assert!(section.find("repo").unwrap() < section.rfind("sub").unwrap());
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_used_with_its_bad_bytes_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), b"use caf\xe9 style\n").unwrap();
+        let found = discover(dir.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].text, "use caf\u{fffd} style\n");
+    }
+
+    #[test]
+    fn a_huge_file_is_read_only_up_to_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), "é".repeat(100)).unwrap();
+        let found = discover_with_budget(dir.path(), 11);
+        assert_eq!(found[0].text, "é".repeat(5));
+        assert!(found[0].truncated);
     }
 
     #[test]

@@ -8,11 +8,16 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the subscriber. Failures to open the log file fall back to stderr with a note.
 pub fn init() {
-    let filter = std::env::var("DSH_LOG")
+    let filter = match std::env::var("DSH_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .map(EnvFilter::new)
-        .unwrap_or_else(|| EnvFilter::new("warn"));
+    {
+        Some(spec) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("dsh: ignoring DSH_LOG={spec:?} ({e}); logging warnings only");
+            EnvFilter::new("warn")
+        }),
+        None => EnvFilter::new("warn"),
+    };
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if let Some(path) = std::env::var_os("DSH_LOG_FILE").filter(|v| !v.is_empty()) {
         match OpenOptions::new().create(true).append(true).open(&path) {

@@ -398,3 +398,17 @@ fn a_zero_limit_in_the_config_file_is_named_at_its_own_line_not_a_comment() {
     assert!(err.contains("defaults.max_tokens"), "{err}");
     assert!(w.server.requests().is_empty());
 }
+
+#[test]
+fn an_invalid_dsh_log_filter_is_named_and_the_run_goes_on() {
+    let w = World::new();
+    w.server.push(MockResponse::text("fine"));
+    let out = w
+        .dsh(&["run", "hello"])
+        .env("DSH_LOG", "dsh=notalevel")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "fine\n");
+    assert!(stderr(&out).contains("ignoring DSH_LOG"), "{}", stderr(&out));
+}

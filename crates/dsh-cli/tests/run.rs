@@ -410,5 +410,9 @@ fn an_invalid_dsh_log_filter_is_named_and_the_run_goes_on() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "fine\n");
-    assert!(stderr(&out).contains("ignoring DSH_LOG"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ignoring DSH_LOG"),
+        "{}",
+        stderr(&out)
+    );
 }

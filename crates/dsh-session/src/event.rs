@@ -360,9 +360,9 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "tool/code-dispatch",
 ];
 
-/// The core type names, each read back as its typed [`EventKind`]; a plugin-owned
-/// [`EventKind::Other`] may not use one.
-pub(crate) const CORE_EVENT_TYPES: &[&str] = &[
+/// The core type names, each read back as its typed [`EventKind`]: every reader understands
+/// them, and a plugin-owned [`EventKind::Other`] may not use one.
+pub const CORE_EVENT_TYPES: &[&str] = &[
     names::TURN_START,
     names::TURN_END,
     names::STEP_START,

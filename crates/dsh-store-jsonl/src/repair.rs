@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use dsh_session::event::{KNOWN_PLUGIN_EVENT_TYPES, REJECTED_LEGACY_TYPES, names};
+use dsh_session::event::{CORE_EVENT_TYPES, KNOWN_PLUGIN_EVENT_TYPES, REJECTED_LEGACY_TYPES};
 use dsh_session::header::HEADER_VERSION;
 use dsh_session::{EventKind, PersistenceError, SessionEvent, SessionHeader};
 use memchr::memmem;
@@ -82,23 +82,6 @@ pub(crate) fn parse_header(path: &Path, line: &[u8]) -> Result<SessionHeader, Pe
     }
 }
 
-/// Core event types, which a reader always understands.
-const CORE_TYPES: &[&str] = &[
-    names::TURN_START,
-    names::TURN_END,
-    names::STEP_START,
-    names::STEP_END,
-    names::USER_MESSAGE,
-    names::ASSISTANT_CHUNK,
-    names::ASSISTANT_MESSAGE,
-    names::TOOL_CALL,
-    names::TOOL_RESULT,
-    names::REQUEST_HEADER,
-    names::REQUEST_CONTEXT,
-    names::SESSION_END_SEED,
-    names::INBOX_SPLICED,
-];
-
 /// Whether an event of type `ty` may be read by this version: legacy vocabulary never, an
 /// unknown plugin type only when the writer marked it `ignorable`.
 pub(crate) fn check_supported(
@@ -113,7 +96,7 @@ pub(crate) fn check_supported(
             format!("line {line}: legacy event type `{ty}` is not read by this version"),
         ));
     }
-    let known = CORE_TYPES.contains(&ty) || KNOWN_PLUGIN_EVENT_TYPES.contains(&ty);
+    let known = CORE_EVENT_TYPES.contains(&ty) || KNOWN_PLUGIN_EVENT_TYPES.contains(&ty);
     if !known && !ignorable {
         return Err(unsupported(
             path,

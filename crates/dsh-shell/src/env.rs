@@ -13,12 +13,16 @@ const SECRET_MARKERS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
 /// outer dsh, so only the caller's explicit `env` may set them.
 const MANAGED_PREFIX: &str = "DSH_";
 
-/// Keeps tools from paging, colouring or drawing for a terminal nobody is watching.
-const OVERLAY: [(&str, &str); 4] = [
+/// Keeps tools from paging, colouring, drawing or asking questions on a terminal nobody is
+/// watching: `GIT_TERMINAL_PROMPT=0` makes git fail at once instead of waiting for a user name
+/// and password that will never be typed (a command stuck on a prompt is a turn stuck until its
+/// timeout).
+const OVERLAY: [(&str, &str); 5] = [
     ("NO_COLOR", "1"),
     ("TERM", "dumb"),
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
 ];
 
 /// Whether an inherited variable must not reach a command.
@@ -37,8 +41,8 @@ pub fn is_scrubbed(name: &OsStr) -> bool {
 ///
 /// [`ShellConfig::hidden_env`]: crate::ShellConfig::hidden_env
 ///
-/// Order, later wins: scrubbed parent < [`NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat`] <
-/// `explicit`. Explicit variables are trusted (they come from the tool, not the model), so they
+/// Order, later wins: scrubbed parent < the overlay (`NO_COLOR=1`, `TERM=dumb`, `PAGER=cat`,
+/// `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`) < `explicit`. Explicit variables are trusted (they come from the tool, not the model), so they
 /// may re-add `DSH_*` names such as `DSH_SESSION_ID`. Public so that wrapping providers (a
 /// sandboxing executor) apply the same policy. The result is sorted by name.
 pub fn child_env(
@@ -127,6 +131,7 @@ mod tests {
         assert_eq!(lookup(&env, "PAGER"), Some(OsStr::new("cat")));
         assert_eq!(lookup(&env, "GIT_PAGER"), Some(OsStr::new("cat")));
         assert_eq!(lookup(&env, "NO_COLOR"), Some(OsStr::new("1")));
+        assert_eq!(lookup(&env, "GIT_TERMINAL_PROMPT"), Some(OsStr::new("0")));
     }
 
     #[test]

@@ -59,6 +59,8 @@ async fn resume(
     // The workspace check happens before any agent is built: a mismatch builds nothing.
     let stored = persistence.load(id).await.map_err(|e| match e {
         PersistenceError::NotFound { .. } => invalid(format!("unknown session: {id}")),
+        // An id no session can have (say, empty) is the client's mistake, not our failure.
+        invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
         other => internal(format!("cannot load session {id}: {}", chain(&other))),
     })?;
     match &stored.header.cwd {

@@ -438,3 +438,20 @@ fn assert_torn_down<'a>(h: &H, ids: impl IntoIterator<Item = &'a String>) {
         assert!(h.core.store.get(&id).is_none(), "session {id} still live");
     }
 }
+
+#[tokio::test]
+async fn session_load_of_an_id_that_cannot_name_a_session_is_invalid_params() {
+    let h = H::persistent().await;
+    let conn = h.connect(options()).await;
+    conn.initialize().await;
+    let e = conn
+        .cx
+        .send_request(LoadSessionRequest::new(String::new(), conn.cwd.clone()))
+        .block_task()
+        .await
+        .unwrap_err();
+    // The client's mistake, not the agent's failure.
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{}", e.message);
+    assert!(e.message.contains("invalid session id"), "{}", e.message);
+    conn.disconnect().await.unwrap();
+}

@@ -120,8 +120,11 @@ pub(crate) fn install_policy(
     let _ = ctx.on_waterfall::<ToolsPreExecute, _>(move |call, next| {
         let state = state.clone();
         let mutating = options.is_mutating(&call.name);
-        // The listener hears the agent's descendants too (subagents): they never ask a person
-        // (their own runtime decides), but a read-only session stays read-only all the way down.
+        // The listener hears the agent's descendants too (subagents). Delegation never widens
+        // what runs without consent: a read-only session stays read-only all the way down, and
+        // in the ask mode a child's mutating call is an `Ask` that the child's own runtime
+        // settles (it cannot reach the editor: by default it is refused with a reason the
+        // child's model can act on) unless the user allowed the tool for the whole session.
         let own = call.caller.as_ref().is_some_and(|c| c.agent_id == state.id);
         async move {
             let name = call.name.clone();
@@ -139,10 +142,9 @@ pub(crate) fn install_policy(
                          ask the user to switch modes if it is needed"
                     ),
                 },
-                _ if !own => inner,
                 Mode::Auto => PreExecute::Allow,
                 Mode::Ask if state.is_always_allowed(&name) => PreExecute::Allow,
-                Mode::Ask if asks_through_approver => PreExecute::Ask {
+                Mode::Ask if asks_through_approver || !own => PreExecute::Ask {
                     reason: Some(format!("`{name}` changes the workspace")),
                 },
                 Mode::Ask => {

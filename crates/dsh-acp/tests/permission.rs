@@ -316,15 +316,16 @@ async fn child_of(h: &H, parent: &str, id: &str) -> dsh_agent::AgentHandle {
 }
 
 #[tokio::test]
-async fn a_subagent_of_a_bridge_session_is_not_asked_about_but_read_only_reaches_it() {
+async fn a_subagent_of_a_bridge_session_cannot_run_a_mutating_tool_without_consent() {
     let h = H::new().await;
     let tool = TouchTool::default();
     h.register(tool.clone());
     let mut conn = h.connect(touching()).await;
     conn.set_answer(Answer::Select("reject-once"));
     let id = conn.session().await;
-    // In the ask mode the child's call is left to the child's own policy (none here: it runs),
-    // and no question about it reaches the parent's editor.
+    // In the ask mode the child's mutating call needs an approval it cannot get: it is refused
+    // (delegation never widens what runs without consent), and no question about it reaches
+    // the parent's editor.
     let child = child_of(&h, &id, "child-1").await;
     h.adapter
         .push(Script::tool_call("k1", "touch", "{}"))
@@ -334,8 +335,25 @@ async fn a_subagent_of_a_bridge_session_is_not_asked_about_but_read_only_reaches
         .followup(dsh_session::Message::user_text("work"))
         .unwrap();
     child.agent().when_idle().await;
-    assert_eq!(tool.runs(), 1);
+    assert_eq!(tool.runs(), 0, "the child's call ran without consent");
     assert!(conn.asked.try_recv().is_err());
+    child.dispose().await;
+    // In the auto mode the child's call runs.
+    conn.cx
+        .send_request(SetSessionModeRequest::new(id.clone(), "auto"))
+        .block_task()
+        .await
+        .unwrap();
+    let child = child_of(&h, &id, "child-auto").await;
+    h.adapter
+        .push(Script::tool_call("k0", "touch", "{}"))
+        .push(Script::text("ok"));
+    child
+        .agent()
+        .followup(dsh_session::Message::user_text("work"))
+        .unwrap();
+    child.agent().when_idle().await;
+    assert_eq!(tool.runs(), 1);
     child.dispose().await;
     // A read-only session stays read-only for its children.
     conn.cx

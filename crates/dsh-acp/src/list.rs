@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
-use dsh_session::{EventKind, MessageSource, Persistence, Session, SessionId};
+use dsh_session::{EventKind, MessageSource, Persistence, Session, SessionId, SessionOrigin};
 
 use crate::bridge::Bridge;
 use crate::errors::{chain, internal, invalid};
@@ -92,7 +92,9 @@ pub(crate) async fn list_sessions(
             .map_err(|e| internal(format!("cannot list stored sessions: {}", chain(&e))))?;
         for listing in listings {
             let header = listing.header;
-            if seen.contains(&header.id) {
+            // A subagent's session belongs to its parent's conversation: it is not one the
+            // user started, and loading it in an editor would resume a delegated task alone.
+            if seen.contains(&header.id) || header.origin == Some(SessionOrigin::Subagent) {
                 continue;
             }
             let Some(cwd) = header.cwd else { continue };

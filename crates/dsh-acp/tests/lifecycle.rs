@@ -335,6 +335,60 @@ async fn session_list_shows_live_and_stored_sessions_newest_first() {
 }
 
 #[tokio::test]
+async fn session_list_leaves_out_subagent_sessions() {
+    let h = H::persistent().await;
+    h.adapter
+        .push(Script::text("a"))
+        .push(Script::text("child"));
+    let conn = h.connect(options()).await;
+    let parent = conn.session().await;
+    conn.prompt_now(&parent, "the parent").await.unwrap();
+    // A subagent's session, stored beside its parent's in the same working directory.
+    let child = h
+        .core
+        .registry
+        .create(
+            &h.ctx,
+            dsh_agent::CreateAgentOptions {
+                session_id: Some("child-session".into()),
+                meta: dsh_session::SessionMeta {
+                    cwd: Some(conn.cwd.clone()),
+                    parent_session: Some(SessionId::new(parent.as_str())),
+                    origin: Some(dsh_session::SessionOrigin::Subagent),
+                    ..Default::default()
+                },
+                agent_options: route(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    child
+        .agent()
+        .followup(dsh_session::Message::user_text("delegated"))
+        .unwrap();
+    child.agent().when_idle().await;
+    child.dispose().await;
+    let listed = conn
+        .cx
+        .send_request(ListSessionsRequest::new())
+        .block_task()
+        .await
+        .unwrap();
+    let ids: Vec<String> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.0.to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        [parent],
+        "a subagent's session is not the user's to load"
+    );
+    conn.disconnect().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_prompt_held_inside_the_model_does_not_hold_up_teardown() {
     let h = H::new().await;
     let gate = Gate::new();

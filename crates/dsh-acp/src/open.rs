@@ -14,7 +14,8 @@ use crate::modes::Mode;
 use crate::record::{SessionRecord, SessionState, wire_id, wiring};
 use crate::teardown::retire;
 
-/// Rejects what the bridge does not support: a relative `cwd`, MCP servers, extra roots.
+/// Rejects what the bridge does not support: a relative or missing `cwd` (every tool call would
+/// fail later, less clearly), MCP servers, extra roots.
 pub(crate) fn check_workspace(
     cwd: &std::path::Path,
     mcp_servers: usize,
@@ -23,6 +24,12 @@ pub(crate) fn check_workspace(
     if !cwd.is_absolute() {
         return Err(invalid(format!(
             "cwd must be an absolute path, got {}",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(invalid(format!(
+            "cwd {} is not an existing directory",
             cwd.display()
         )));
     }

@@ -64,7 +64,7 @@ async fn resume(
         other => internal(format!("cannot load session {id}: {}", chain(&other))),
     })?;
     match &stored.header.cwd {
-        Some(cwd) if cwd.as_path() == request.cwd.as_path() => {}
+        Some(cwd) if same_dir(cwd, &request.cwd) => {}
         Some(cwd) => {
             return Err(invalid(format!(
                 "session {id} belongs to {}, not {}",
@@ -106,4 +106,14 @@ async fn resume(
     state.updates.drained().await;
     tracing::info!(session = %id, "ACP session loaded");
     Ok(LoadSessionResponse::new().modes(Mode::state(mode)))
+}
+
+/// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a
+/// session started under `/tmp/x` is the same workspace when an editor opens `/private/tmp/x`).
+fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
 }

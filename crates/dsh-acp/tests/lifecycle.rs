@@ -286,11 +286,27 @@ async fn session_load_refuses_unknown_sessions_and_another_workspace() {
         .await
         .unwrap_err();
     assert_eq!(e.message, "unknown session: no-such-session");
-    let e = load(&id, "/somewhere/else").await.unwrap_err();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let e = load(&id, elsewhere.path().to_str().unwrap())
+        .await
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
     assert!(e.message.contains("belongs to"), "{}", e.message);
+    let e = load(&id, "/no/such/dir/for/dsh").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        e.message.contains("not an existing directory"),
+        "{}",
+        e.message
+    );
     // Nothing was built for the mismatch.
     assert!(h.agent(&id).is_none());
+    // The same directory spelled through a symlink is the same workspace.
+    let link_dir = tempfile::tempdir().unwrap();
+    let link = link_dir.path().join("workspace");
+    std::os::unix::fs::symlink(&second.cwd, &link).unwrap();
+    h.adapter.push(Script::text("again"));
+    load(&id, link.to_str().unwrap()).await.unwrap();
     second.disconnect().await.unwrap();
 }
 

@@ -410,6 +410,18 @@ async fn invalid_prompts_and_sessions_are_invalid_params_and_unknown_cancel_is_i
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    let e = conn
+        .cx
+        .send_request(NewSessionRequest::new("/no/such/dir/for/dsh"))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        e.message.contains("not an existing directory"),
+        "{}",
+        e.message
+    );
     conn.cancel("nope");
     // The connection still works, and the slot was freed by the rejected prompts.
     h.adapter.push(Script::text("fine"));

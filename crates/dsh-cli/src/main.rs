@@ -106,3 +106,12 @@ pub(crate) fn workspace_dir(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
     Ok(canonical)
 }
+
+/// Whether two paths name one directory, symlinks resolved.
+pub(crate) fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (a.canonicalize(), b.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
+}

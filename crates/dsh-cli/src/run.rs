@@ -47,6 +47,7 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
         eprintln!("dsh: {e:#}");
         return 1;
     }
+    let explicit_cwd = cwd.is_some();
     let cwd = match crate::workspace_dir(cwd) {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -76,7 +77,11 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
                 return 1;
             }
         };
-        let code = drive(&composed, &args, task, cwd, signals.clone()).await;
+        let workspace = Workspace {
+            dir: cwd,
+            explicit: explicit_cwd,
+        };
+        let code = drive(&composed, &args, task, workspace, signals.clone()).await;
         signals.exit_on_next();
         if tokio::time::timeout(DRAIN, composed.shutdown())
             .await
@@ -157,13 +162,20 @@ fn print_result_line(id: &SessionId, code: i32, reason: Option<&TurnEndReason>, 
     let _ = written.and_then(|()| stdout.flush());
 }
 
+/// The working directory a run was given, and whether the user named it (`--cwd`).
+struct Workspace {
+    dir: PathBuf,
+    explicit: bool,
+}
+
 async fn drive(
     composed: &Composed,
     args: &RunArgs,
     task: String,
-    cwd: PathBuf,
+    workspace: Workspace,
     mut signals: Signals,
 ) -> i32 {
+    let cwd = workspace.dir;
     let id = match &args.resume {
         Some(id) => SessionId::new(id.as_str()),
         None => SessionId::generate(),
@@ -211,6 +223,18 @@ async fn drive(
         }
     };
     let agent = handle.agent().clone();
+    // A resumed session keeps the directory it was started in; say so rather than silently
+    // ignoring a `--cwd` that names another one.
+    if workspace.explicit
+        && let Some(stored) = agent.session().header().cwd.as_deref()
+        && !crate::same_dir(stored, &cwd)
+    {
+        eprintln!(
+            "dsh: ignoring --cwd {}: session {id} works in {}",
+            cwd.display(),
+            stored.display()
+        );
+    }
     agent.when_idle().await;
     let first_seq = agent.session().len();
     if let Err(e) = agent.followup(Message::user_text(task)) {

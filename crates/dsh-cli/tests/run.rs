@@ -177,6 +177,32 @@ fn resume_continues_the_same_session_file_and_seq() {
 }
 
 #[test]
+fn resume_with_a_cwd_naming_another_directory_says_it_is_ignored() {
+    let w = World::new();
+    w.server.push(MockResponse::text("first"));
+    let first = w.output(&["run", "--output-format", "stream-json", "one"]);
+    let id = session_id_of(&json_lines(&first));
+    let elsewhere = tempfile::tempdir().unwrap();
+    w.server.push(MockResponse::text("second"));
+    let out = w.output(&[
+        "run",
+        "--resume",
+        &id,
+        "--cwd",
+        elsewhere.path().to_str().unwrap(),
+        "two",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ignoring --cwd"), "{}", stderr(&out));
+    // Naming the session's own directory is not worth a word.
+    w.server.push(MockResponse::text("third"));
+    let cwd = w.cwd.path().to_str().unwrap().to_owned();
+    let out = w.output(&["run", "--resume", &id, "--cwd", &cwd, "three"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
 fn resuming_an_unknown_session_fails_creation_with_exit_one() {
     let w = World::new();
     let out = w.output(&["run", "--resume", "session-nope", "x"]);

@@ -6,8 +6,8 @@ mod common;
 
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, SessionUpdate,
-    StopReason, ToolCallStatus,
+    CloseSessionRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    NewSessionRequest, SessionUpdate, StopReason, ToolCallStatus,
 };
 use common::*;
 use dsh_acp::BridgeClosing;
@@ -310,6 +310,22 @@ async fn session_load_refuses_unknown_sessions_and_another_workspace() {
     second.disconnect().await.unwrap();
 }
 
+/// `session/list` without filters: the response and its session ids in order.
+async fn list(conn: &Conn) -> (ListSessionsResponse, Vec<String>) {
+    let listed = conn
+        .cx
+        .send_request(ListSessionsRequest::new())
+        .block_task()
+        .await
+        .unwrap();
+    let ids = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.0.to_string())
+        .collect();
+    (listed, ids)
+}
+
 #[tokio::test]
 async fn session_list_shows_live_and_stored_sessions_newest_first() {
     let h = H::persistent().await;
@@ -320,17 +336,7 @@ async fn session_list_shows_live_and_stored_sessions_newest_first() {
     first.disconnect().await.unwrap();
     let second = h.connect(options()).await;
     let live = second.session().await;
-    let listed = second
-        .cx
-        .send_request(ListSessionsRequest::new())
-        .block_task()
-        .await
-        .unwrap();
-    let ids: Vec<String> = listed
-        .sessions
-        .iter()
-        .map(|s| s.session_id.0.to_string())
-        .collect();
+    let (listed, ids) = list(&second).await;
     assert!(ids.contains(&stored) && ids.contains(&live), "{ids:?}");
     assert!(listed.sessions.iter().all(|s| s.cwd == second.cwd));
     assert!(listed.sessions.iter().all(|s| s.updated_at.is_some()));
@@ -385,17 +391,7 @@ async fn session_list_leaves_out_subagent_sessions() {
         .unwrap();
     child.agent().when_idle().await;
     child.dispose().await;
-    let listed = conn
-        .cx
-        .send_request(ListSessionsRequest::new())
-        .block_task()
-        .await
-        .unwrap();
-    let ids: Vec<String> = listed
-        .sessions
-        .iter()
-        .map(|s| s.session_id.0.to_string())
-        .collect();
+    let (_, ids) = list(&conn).await;
     assert_eq!(
         ids,
         [parent],

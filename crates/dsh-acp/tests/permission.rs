@@ -315,6 +315,28 @@ async fn child_of(h: &H, parent: &str, id: &str) -> dsh_agent::AgentHandle {
         .unwrap()
 }
 
+/// Runs a child of session `parent` whose model calls `touch` once, until it is idle.
+async fn run_touching_child(h: &H, parent: &str, child: &str) {
+    let child = child_of(h, parent, child).await;
+    h.adapter
+        .push(Script::tool_call("k", "touch", "{}"))
+        .push(Script::text("ok"));
+    child
+        .agent()
+        .followup(dsh_session::Message::user_text("work"))
+        .unwrap();
+    child.agent().when_idle().await;
+    child.dispose().await;
+}
+
+async fn set_mode(conn: &Conn, id: &str, mode: &str) {
+    conn.cx
+        .send_request(SetSessionModeRequest::new(id.to_owned(), mode.to_owned()))
+        .block_task()
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_subagent_of_a_bridge_session_cannot_run_a_mutating_tool_without_consent() {
     let h = H::new().await;
@@ -326,51 +348,16 @@ async fn a_subagent_of_a_bridge_session_cannot_run_a_mutating_tool_without_conse
     // In the ask mode the child's mutating call needs an approval it cannot get: it is refused
     // (delegation never widens what runs without consent), and no question about it reaches
     // the parent's editor.
-    let child = child_of(&h, &id, "child-1").await;
-    h.adapter
-        .push(Script::tool_call("k1", "touch", "{}"))
-        .push(Script::text("ok"));
-    child
-        .agent()
-        .followup(dsh_session::Message::user_text("work"))
-        .unwrap();
-    child.agent().when_idle().await;
+    run_touching_child(&h, &id, "child-1").await;
     assert_eq!(tool.runs(), 0, "the child's call ran without consent");
     assert!(conn.asked.try_recv().is_err());
-    child.dispose().await;
     // In the auto mode the child's call runs.
-    conn.cx
-        .send_request(SetSessionModeRequest::new(id.clone(), "auto"))
-        .block_task()
-        .await
-        .unwrap();
-    let child = child_of(&h, &id, "child-auto").await;
-    h.adapter
-        .push(Script::tool_call("k0", "touch", "{}"))
-        .push(Script::text("ok"));
-    child
-        .agent()
-        .followup(dsh_session::Message::user_text("work"))
-        .unwrap();
-    child.agent().when_idle().await;
+    set_mode(&conn, &id, "auto").await;
+    run_touching_child(&h, &id, "child-auto").await;
     assert_eq!(tool.runs(), 1);
-    child.dispose().await;
     // A read-only session stays read-only for its children.
-    conn.cx
-        .send_request(SetSessionModeRequest::new(id.clone(), "read-only"))
-        .block_task()
-        .await
-        .unwrap();
-    let child = child_of(&h, &id, "child-2").await;
-    h.adapter
-        .push(Script::tool_call("k2", "touch", "{}"))
-        .push(Script::text("ok"));
-    child
-        .agent()
-        .followup(dsh_session::Message::user_text("work"))
-        .unwrap();
-    child.agent().when_idle().await;
+    set_mode(&conn, &id, "read-only").await;
+    run_touching_child(&h, &id, "child-2").await;
     assert_eq!(tool.runs(), 1);
-    child.dispose().await;
     conn.disconnect().await.unwrap();
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{
-    Adapter, AdapterRegistration, ChunkStream, FailureCode, FinishReason, GenerateOptions, Llm,
-    LlmCallConfig, LlmError, LlmFailure, Message, ModelInfo, Purpose, SessionId, StreamChunk,
-    ToolSchema,
+    Adapter, AdapterRegistration, ChunkStream, ContentBlock, FailureCode, FinishReason,
+    GenerateOptions, Llm, LlmCallConfig, LlmError, LlmFailure, Message, ModelInfo, Purpose,
+    SessionId, StreamChunk, ToolSchema,
 };
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -140,6 +140,42 @@ impl ScriptedAdapter {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<ScriptedRequest> {
         self.requests.lock().clone()
+    }
+
+    /// The history of the `n`th request, one line per message, for assertions that compare
+    /// what the model saw: text as is, a tool call as `call:<id>`, a tool result as
+    /// `result:<id>:<text>`, anything else as its debug form; a message's blocks joined by `|`.
+    ///
+    /// # Panics
+    ///
+    /// When fewer than `n + 1` requests arrived (a test helper: the panic is the report).
+    pub fn request_texts(&self, n: usize) -> Vec<String> {
+        self.requests.lock()[n]
+            .messages
+            .iter()
+            .map(|m| {
+                m.content
+                    .iter()
+                    .map(|b| match b {
+                        ContentBlock::Text { text } => text.clone(),
+                        ContentBlock::ToolCall { id, .. } => format!("call:{id}"),
+                        ContentBlock::ToolResult {
+                            tool_call_id,
+                            content,
+                            ..
+                        } => format!(
+                            "result:{tool_call_id}:{}",
+                            content
+                                .iter()
+                                .filter_map(ContentBlock::as_text)
+                                .collect::<String>()
+                        ),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect()
     }
 
     /// Provider-validity violations found so far.

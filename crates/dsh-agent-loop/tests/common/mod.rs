@@ -189,32 +189,7 @@ pub fn tool_results(agent: &AgentRef) -> Vec<(String, String, Option<String>)> {
 
 /// The texts of every user-visible message in the nth request the adapter received.
 pub fn request_texts(h: &H, n: usize) -> Vec<String> {
-    h.adapter.requests()[n]
-        .messages
-        .iter()
-        .map(|m| {
-            m.content
-                .iter()
-                .map(|b| match b {
-                    ContentBlock::Text { text } => text.clone(),
-                    ContentBlock::ToolCall { id, .. } => format!("call:{id}"),
-                    ContentBlock::ToolResult {
-                        tool_call_id,
-                        content,
-                        ..
-                    } => format!(
-                        "result:{tool_call_id}:{}",
-                        content
-                            .iter()
-                            .filter_map(ContentBlock::as_text)
-                            .collect::<String>()
-                    ),
-                    other => format!("{other:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect()
+    h.adapter.request_texts(n)
 }
 
 /// `script`, but parked at `gate` before its first chunk.

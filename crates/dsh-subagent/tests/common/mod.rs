@@ -282,32 +282,7 @@ pub fn user_messages(agent: &AgentRef) -> Vec<Arc<Message>> {
 
 /// The texts of every message in the nth request `adapter` received.
 pub fn request_texts(adapter: &ScriptedAdapter, n: usize) -> Vec<String> {
-    adapter.requests()[n]
-        .messages
-        .iter()
-        .map(|m| {
-            m.content
-                .iter()
-                .map(|b| match b {
-                    ContentBlock::Text { text } => text.clone(),
-                    ContentBlock::ToolCall { id, .. } => format!("call:{id}"),
-                    ContentBlock::ToolResult {
-                        tool_call_id,
-                        content,
-                        ..
-                    } => format!(
-                        "result:{tool_call_id}:{}",
-                        content
-                            .iter()
-                            .filter_map(ContentBlock::as_text)
-                            .collect::<String>()
-                    ),
-                    other => format!("{other:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect()
+    adapter.request_texts(n)
 }
 
 /// Resolves once `agent`'s log holds an event matching `pred` (already there, or appended

@@ -37,7 +37,9 @@ pub use event::{
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
-pub use message::{ContentBlock, ImageRef, Message, MessageSource, Role};
+pub use message::{
+    ContentBlock, ImageRef, Message, MessageSource, NOTICE_SUMMARY_CHARS, Role, clip_chars,
+};
 pub use persistence::{
     Persistence, PersistenceError, SessionListing, SessionLocation, SessionSummary, StoredSession,
 };

@@ -10,6 +10,20 @@ use serde_json::{Map, Value};
 
 use crate::ids::{CallId, MessageId};
 
+/// Longest `summary` of a [`Message::notice`], in characters.
+pub const NOTICE_SUMMARY_CHARS: usize = 120;
+
+/// `text` in at most `max` characters, the last one an ellipsis when it was cut: the one way
+/// labels quoted in generated messages are shortened.
+pub fn clip_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// Who authored a message from the model's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -177,6 +191,25 @@ impl Message {
         )
     }
 
+    /// A plugin's notice (e.g. "a background task finished"): `text` for the model, and a
+    /// source marked `form: "notice"` whose one-line `summary` (cut to
+    /// [`NOTICE_SUMMARY_CHARS`]) is what a front end shows in place of the whole text.
+    pub fn notice(plugin: impl Into<String>, text: impl Into<String>, summary: &str) -> Self {
+        let mut extra = Map::new();
+        extra.insert("form".into(), Value::from("notice"));
+        extra.insert(
+            "summary".into(),
+            Value::from(clip_chars(summary, NOTICE_SUMMARY_CHARS)),
+        );
+        Self::user(
+            vec![ContentBlock::text(text)],
+            MessageSource::Plugin {
+                plugin: plugin.into(),
+                extra,
+            },
+        )
+    }
+
     /// An assistant message produced by `provider`/`model`.
     pub fn assistant(
         content: Vec<ContentBlock>,
@@ -240,6 +273,27 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_chars_cuts_by_characters_with_an_ellipsis_last() {
+        assert_eq!(clip_chars("abc", 3), "abc");
+        assert_eq!(clip_chars("abcd", 3), "ab…");
+        assert_eq!(clip_chars("éééé", 3), "éé…");
+    }
+
+    #[test]
+    fn a_notice_carries_its_form_and_a_summary_cut_to_the_limit() {
+        let m = Message::notice("p", "the whole text", &"s".repeat(500));
+        assert_eq!(m.text(), "the whole text");
+        let MessageSource::Plugin { plugin, extra } = &m.source else {
+            panic!("not a plugin message");
+        };
+        assert_eq!(plugin, "p");
+        assert_eq!(extra["form"], "notice");
+        let summary = extra["summary"].as_str().unwrap();
+        assert_eq!(summary.chars().count(), NOTICE_SUMMARY_CHARS);
+        assert!(summary.ends_with('…'));
+    }
     use serde_json::json;
 
     #[test]

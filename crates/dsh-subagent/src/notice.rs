@@ -11,9 +11,8 @@
 use std::collections::HashMap;
 
 use dsh_agent::{AgentRef, AgentStatus};
-use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
+use dsh_session::{Message, SessionId, clip_chars};
 use parking_lot::Mutex;
-use serde_json::{Map, Value};
 
 use crate::background::BackgroundRun;
 use crate::outcome::{SubagentOutcome, SubagentStop};
@@ -21,44 +20,22 @@ use crate::outcome::{SubagentOutcome, SubagentStop};
 /// The `plugin` name on messages this crate produces.
 pub const NOTICE_PLUGIN: &str = "dsh-subagent";
 
-/// Longest `summary` of a notice source.
-const MAX_SUMMARY_CHARS: usize = 120;
 /// Longest description quoted in a notice.
 const MAX_LABEL_CHARS: usize = 80;
-
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// The notice announcing the end of `run`.
 pub(crate) fn notice_message(run: &BackgroundRun, outcome: &SubagentOutcome) -> Message {
     let id = &run.id;
     let status = outcome.status_word();
-    let label = cut(run.description.trim(), MAX_LABEL_CHARS);
+    let label = clip_chars(run.description.trim(), MAX_LABEL_CHARS);
     let text = format!(
         "background subagent {id} ({label}) finished [status: {status}]. Read its result with \
          subagent_output."
     );
-    let mut extra = Map::new();
-    extra.insert("form".into(), Value::from("notice"));
-    extra.insert(
-        "summary".into(),
-        Value::from(cut(
-            &format!("background subagent {id} finished [status: {status}]"),
-            MAX_SUMMARY_CHARS,
-        )),
-    );
-    Message::user(
-        vec![ContentBlock::text(text)],
-        MessageSource::Plugin {
-            plugin: NOTICE_PLUGIN.to_owned(),
-            extra,
-        },
+    Message::notice(
+        NOTICE_PLUGIN,
+        text,
+        &format!("background subagent {id} finished [status: {status}]"),
     )
 }
 
@@ -125,11 +102,5 @@ mod tests {
         budget.reset(&a);
         assert!(budget.take(&a, 2));
         assert!(!budget.take(&b, 0), "a zero budget never wakes");
-    }
-
-    #[test]
-    fn long_labels_are_cut() {
-        assert_eq!(cut("abcd", 3), "ab…");
-        assert_eq!(cut("abc", 3), "abc");
     }
 }

@@ -10,9 +10,8 @@
 
 use dsh_agent::AgentRegistry;
 use dsh_kernel::{BoxError, Context};
-use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
+use dsh_session::{Message, SessionId, clip_chars};
 use dsh_shell::{ShellExecutor, TaskDone, TaskId};
-use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -23,43 +22,20 @@ pub const NOTICE_PLUGIN: &str = "dsh-tools-builtin";
 
 /// Longest command excerpt quoted in a notice.
 const MAX_LABEL_CHARS: usize = 80;
-/// Longest `summary` of a notice source.
-const MAX_SUMMARY_CHARS: usize = 120;
-
-/// `text` in at most `max` characters, the last one an ellipsis when it was cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// The user message announcing `done`; `command` is the task's command line when known.
 pub(crate) fn notice_message(done: &TaskDone, command: Option<&str>) -> Message {
     let status = render_status(&done.status);
     let id = &done.id;
     let label = command
-        .map(|c| format!(" (`{}`)", cut(c.trim(), MAX_LABEL_CHARS)))
+        .map(|c| format!(" (`{}`)", clip_chars(c.trim(), MAX_LABEL_CHARS)))
         .unwrap_or_default();
     let text =
         format!("background task {id}{label} finished {status}. Read its output with bash_output.");
-    let mut extra = Map::new();
-    extra.insert("form".into(), Value::from("notice"));
-    extra.insert(
-        "summary".into(),
-        Value::from(cut(
-            &format!("background task {id} finished {status}"),
-            MAX_SUMMARY_CHARS,
-        )),
-    );
-    Message::user(
-        vec![ContentBlock::text(text)],
-        MessageSource::Plugin {
-            plugin: NOTICE_PLUGIN.to_owned(),
-            extra,
-        },
+    Message::notice(
+        NOTICE_PLUGIN,
+        text,
+        &format!("background task {id} finished {status}"),
     )
 }
 
@@ -131,14 +107,13 @@ pub(crate) fn watch(ctx: &Context, executor: &dyn ShellExecutor) -> Result<(), B
 
 #[cfg(test)]
 mod tests {
+    use dsh_session::{MessageSource, NOTICE_SUMMARY_CHARS};
     use dsh_shell::TaskStatus;
 
     use super::*;
 
     #[test]
     fn long_commands_and_summaries_are_cut_to_their_limits() {
-        assert_eq!(cut("abc", 3), "abc");
-        assert_eq!(cut("abcd", 3), "ab…");
         let done = TaskDone {
             id: TaskId::new("bash-1"),
             status: TaskStatus::Completed { exit_code: 0 },
@@ -150,6 +125,6 @@ mod tests {
             panic!("not a plugin message");
         };
         let summary = extra["summary"].as_str().unwrap();
-        assert!(summary.chars().count() <= MAX_SUMMARY_CHARS);
+        assert!(summary.chars().count() <= NOTICE_SUMMARY_CHARS);
     }
 }

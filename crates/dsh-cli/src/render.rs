@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use dsh_session::{
     CallId, CancelCause, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
-    ToolResult, TurnEndReason,
+    ToolResult, TurnEndReason, clip_chars,
 };
 use serde_json::Value;
 
@@ -162,16 +162,12 @@ fn summarize(arguments: &str) -> String {
             .find_map(|k| v.get(*k).and_then(Value::as_str))
     });
     let text = field.unwrap_or(arguments);
-    clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), 80)
+    one_line(text, 80)
 }
 
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(max - 1).collect();
-    s.push('…');
-    s
+/// `text` on one line (whitespace runs folded to a space), cut to `max` characters.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    clip_chars(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
 /// How a tool call went, from the result the model sees.
@@ -199,7 +195,7 @@ pub fn outcome(r: &ToolResult) -> String {
     let last = text.trim_end().lines().last().unwrap_or("").trim();
     if is_error {
         let first = text.lines().next().unwrap_or("").trim();
-        return format!("error: {}", clip(first, 80));
+        return format!("error: {}", clip_chars(first, 80));
     }
     if let Some(code) = last
         .strip_prefix("[exit code: ")

@@ -11,7 +11,7 @@ use dsh_session::{Persistence, SessionId};
 use dsh_store_jsonl::JsonlStore;
 
 use crate::config::Settings;
-use crate::render::{Mode, Renderer};
+use crate::render::{Mode, Renderer, one_line};
 
 /// `dsh sessions list`: one row per stored session, most recently active first.
 pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
@@ -141,16 +141,6 @@ pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCo
             1
         }
     }
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut s: String = flat.chars().take(max - 1).collect();
-    s.push('…');
-    s
 }
 
 /// `YYYY-MM-DD HH:MM` (UTC) for epoch milliseconds.

@@ -20,18 +20,7 @@ fn aborted(cause: CancelCause) -> TurnEndReason {
 #[tokio::test]
 async fn parent_cancel_cascades_to_a_foreground_child_with_cause_parent() {
     let h = harness().await;
-    h.script(Script::tool_call(
-        "c1",
-        "subagent",
-        &subagent_args("work long"),
-    ))
-    .script(Script::partial_then_hang("working on"));
-    let handle = h.parent("p").await;
-    let parent = handle.agent().clone();
-    parent.followup(Message::user_text("go")).unwrap();
-    h.adapter.wait_for_requests(2).await;
-    let child = h.children()[0].clone();
-    until(&child, is("assistant/chunk")).await;
+    let (_handle, parent, child) = h.delegating_to_a_hanging_child("working on").await;
     assert!(h.core.registry.is_owned_by(child.id(), &parent));
     parent.cancel(CancelCause::User, CancelOptions::default());
     parent.when_idle().await;

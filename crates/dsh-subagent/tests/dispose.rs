@@ -67,18 +67,7 @@ async fn disposing_the_parent_tears_a_background_child_down_before_the_parents_s
 #[tokio::test]
 async fn disposing_a_parent_mid_delegation_disposes_the_foreground_child_first() {
     let h = harness().await;
-    h.script(Script::tool_call(
-        "c1",
-        "subagent",
-        &subagent_args("work long"),
-    ))
-    .script(Script::partial_then_hang("child working"));
-    let handle = h.parent("p").await;
-    let parent = handle.agent().clone();
-    parent.followup(Message::user_text("go")).unwrap();
-    h.adapter.wait_for_requests(2).await;
-    let child = h.children()[0].clone();
-    until(&child, is("assistant/chunk")).await;
+    let (handle, parent, child) = h.delegating_to_a_hanging_child("child working").await;
 
     handle.dispose().await;
 

@@ -159,6 +159,27 @@ impl H {
             .unwrap()
     }
 
+    /// Parent `p` delegating "work long" to a foreground child that streams `partial` and then
+    /// hangs; returns once the child's partial output is logged. The handle is the parent's.
+    pub async fn delegating_to_a_hanging_child(
+        &self,
+        partial: &str,
+    ) -> (AgentHandle, AgentRef, AgentRef) {
+        self.script(Script::tool_call(
+            "c1",
+            "subagent",
+            &subagent_args("work long"),
+        ))
+        .script(Script::partial_then_hang(partial));
+        let handle = self.parent("p").await;
+        let parent = handle.agent().clone();
+        parent.followup(Message::user_text("go")).unwrap();
+        self.adapter.wait_for_requests(2).await;
+        let child = self.children()[0].clone();
+        until(&child, is("assistant/chunk")).await;
+        (handle, parent, child)
+    }
+
     pub fn script(&self, script: Script) -> &Self {
         self.adapter.push(script);
         self

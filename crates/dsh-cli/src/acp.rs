@@ -99,12 +99,7 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         signals.exit_on_next();
         // Every agent still running (config-declared ones, or a bridge session whose teardown
         // ran out of time) is stopped, drained and flushed by the loop's shutdown.
-        if tokio::time::timeout_at(deadline, composed.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("teardown did not finish within {DRAIN:?}; exiting anyway");
-        }
+        composed.shutdown_by(deadline).await;
         code
     });
     // The runtime reads stdin on a blocking thread that nothing can interrupt: after a signal

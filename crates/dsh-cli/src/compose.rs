@@ -32,6 +32,7 @@ use futures::FutureExt;
 use crate::config::{ProviderKind, ProviderSettings, Settings, Source};
 use crate::instructions;
 use crate::lazy_adapter::LazyAdapter;
+use crate::run::DRAIN;
 
 /// The persona every dsh coding agent gets (`{{model}}` and `{{cwd}}` are the agent's own).
 pub const PERSONA: &str = "You are a coding agent powered by {{model}}, working directory {{cwd}}.";
@@ -278,6 +279,17 @@ impl Composed {
             tracing::error!(%error, "draining session files failed");
         }
         self.persistence.dispose().await;
+    }
+
+    /// [`shutdown`](Self::shutdown), given up at `deadline` with a warning: an exit that a
+    /// person asked for must not hang on an agent that will not stop.
+    pub async fn shutdown_by(&self, deadline: tokio::time::Instant) {
+        if tokio::time::timeout_at(deadline, self.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("teardown did not finish within {DRAIN:?}; exiting anyway");
+        }
     }
 }
 

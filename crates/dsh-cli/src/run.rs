@@ -83,12 +83,9 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
         };
         let code = drive(&composed, &args, task, workspace, signals.clone()).await;
         signals.exit_on_next();
-        if tokio::time::timeout(DRAIN, composed.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("teardown did not finish within {DRAIN:?}; exiting anyway");
-        }
+        composed
+            .shutdown_by(tokio::time::Instant::now() + DRAIN)
+            .await;
         code
     })
 }

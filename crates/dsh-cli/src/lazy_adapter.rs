@@ -60,11 +60,7 @@ impl Adapter for LazyAdapter {
     }
 
     fn list_models(&self, _provider: &str) -> Vec<ModelInfo> {
-        self.config
-            .models
-            .iter()
-            .map(|m| self.config.model_info(&m.id))
-            .collect()
+        self.config.model_infos()
     }
 
     async fn resolve_model(

@@ -140,12 +140,7 @@ impl Adapter for OpenAiAdapter {
     }
 
     fn list_models(&self, _provider: &str) -> Vec<ModelInfo> {
-        let config = &self.inner.config;
-        config
-            .models
-            .iter()
-            .map(|m| config.model_info(&m.id))
-            .collect()
+        self.inner.config.model_infos()
     }
 
     async fn resolve_model(

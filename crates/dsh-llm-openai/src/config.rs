@@ -156,6 +156,12 @@ impl OpenAiAdapterConfig {
         self
     }
 
+    /// The facts of every catalog model, as [`model_info`](Self::model_info) gives them: what
+    /// an adapter lists for its route.
+    pub fn model_infos(&self) -> Vec<ModelInfo> {
+        self.models.iter().map(|m| self.model_info(&m.id)).collect()
+    }
+
     /// The facts for `model`: the catalog entry, or defaults for an unlisted id, with the
     /// route's defaults filled in and the deployment's thinking switch applied.
     pub fn model_info(&self, model: &str) -> ModelInfo {

@@ -12,6 +12,7 @@
 
 mod adapter;
 mod config;
+pub mod driver;
 mod http_error;
 mod request;
 mod secret;

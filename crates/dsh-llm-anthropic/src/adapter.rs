@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
-    LlmFailure, ModelInfo, StreamChunk, USER_AGENT,
+    LlmFailure, ModelInfo, StreamChunk,
 };
-use dsh_llm_openai::driver::{SseRequest, WireTranslator, stream_sse};
+use dsh_llm_openai::driver::{SseRequest, WireTranslator, endpoint_url, http_client, stream_sse};
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -52,39 +52,13 @@ impl AnthropicAdapter {
     /// never appear).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
         let base = config.base_url.trim().trim_end_matches('/');
-        let invalid = |why: String| {
-            LlmError::new(
-                FailureCode::InvalidRequest,
-                format!("the base URL of route `{}` {why}", config.route),
-            )
-        };
-        let url = reqwest::Url::parse(base).map_err(|e| invalid(format!("is invalid: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid("must be an http(s) URL".into()));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(invalid(
-                "must not carry credentials; configure the API key instead".into(),
-            ));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(invalid("must not have a query or a fragment".into()));
-        }
-        let endpoint = if base.ends_with("/v1") {
-            format!("{base}/messages")
+        let path = if base.ends_with("/v1") {
+            "/messages"
         } else {
-            format!("{base}/v1/messages")
+            "/v1/messages"
         };
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| {
-                LlmError::new(
-                    FailureCode::Transport,
-                    format!("the HTTP client could not be built: {e}"),
-                )
-            })?;
+        let endpoint = endpoint_url(&config.route, base, path)?;
+        let client = http_client()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -186,7 +160,7 @@ impl Inner {
             idle: self.config.idle_timeout,
             max_bytes: self.config.max_response_bytes,
             cancel: options.cancel.clone(),
-            classify,
+            classify: Box::new(classify),
         })
     }
 }

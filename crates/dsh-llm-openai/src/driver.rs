@@ -28,7 +28,7 @@ pub trait WireTranslator: Send + 'static {
 }
 
 /// Classifies a non-2xx response from its status, headers and (the start of) its body.
-pub type ErrorClassifier = fn(u16, &HeaderMap, &[u8]) -> LlmFailure;
+pub type ErrorClassifier = Box<dyn Fn(u16, &HeaderMap, &[u8]) -> LlmFailure + Send>;
 
 /// One request to stream.
 pub struct SseRequest {
@@ -95,6 +95,53 @@ struct Running<T> {
     idle: Duration,
     endpoint: String,
     key: Option<Secret>,
+}
+
+/// `{base_url}{path}` for a route, refusing a base URL that is not an absolute http(s) URL or
+/// that carries credentials, a query or a fragment: the endpoint is quoted in every transport
+/// failure, where a key must never appear, and a query would swallow the path.
+pub fn endpoint_url(route: &str, base_url: &str, path: &str) -> Result<String, dsh_llm::LlmError> {
+    let base = base_url.trim().trim_end_matches('/');
+    let invalid = |why: String| {
+        dsh_llm::LlmError::new(
+            FailureCode::InvalidRequest,
+            format!("the base URL of route `{route}` {why}"),
+        )
+    };
+    let url = reqwest::Url::parse(base).map_err(|e| {
+        if base.contains('@') {
+            invalid(format!("is invalid: {e}"))
+        } else {
+            invalid(format!("`{base}` is invalid: {e}"))
+        }
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("must be an http(s) URL".into()));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            "must not carry credentials; configure the API key instead".into(),
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("must not have a query or a fragment".into()));
+    }
+    Ok(format!("{base}{path}"))
+}
+
+/// An HTTP client for streaming: dsh's user agent, no redirects (a redirect could carry the
+/// key to another host).
+pub fn http_client() -> Result<reqwest::Client, dsh_llm::LlmError> {
+    reqwest::Client::builder()
+        .user_agent(dsh_llm::USER_AGENT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| {
+            dsh_llm::LlmError::new(
+                FailureCode::Transport,
+                format!("the HTTP client could not be built: {e}"),
+            )
+        })
 }
 
 /// Removes the key from a failure message: providers echo keys in error bodies, and

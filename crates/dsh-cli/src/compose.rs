@@ -178,7 +178,8 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
 
 fn adapter_config(p: &ProviderSettings) -> OpenAiAdapterConfig {
     let key = match &p.api_key_env {
-        Some(var) => ApiKeySource::Env(var.value.clone()),
+        // The key was moved out of dsh's environment at start-up (`secrets`).
+        Some(var) => crate::secrets::key_source(&var.value),
         None => ApiKeySource::NotRequired,
     };
     let mut config = match p.kind.value {

@@ -248,9 +248,12 @@ pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sourced<
     }
 }
 
-/// The process environment, with empty values treated as unset.
+/// The process environment, with empty values treated as unset. Secret variables come from
+/// the private copy taken at start-up: they are no longer in the environment (`secrets`).
 pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    crate::secrets::lookup(name)
+        .or_else(|| std::env::var(name).ok())
+        .filter(|v| !v.trim().is_empty())
 }
 
 impl Settings {

@@ -16,6 +16,7 @@ mod lazy_adapter;
 mod logging;
 mod render;
 mod run;
+mod secrets;
 mod sessions;
 mod signals;
 mod sink;
@@ -30,6 +31,8 @@ use crate::cli::{Cli, Command, ConfigCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
+    // First, while dsh has a single thread: it may re-execute itself (see `secrets`).
+    secrets::protect();
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();

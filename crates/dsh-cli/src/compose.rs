@@ -92,6 +92,7 @@ pub struct Composed {
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
+    crate::storage::check_writable(&settings.sessions_root())?;
     let ctx = Context::new();
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
     let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));

@@ -20,6 +20,7 @@ mod secrets;
 mod sessions;
 mod signals;
 mod sink;
+mod storage;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;

@@ -47,6 +47,8 @@ fn no_command_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
         .dsh(&["run", "--provider", "mock", "probe the environment"])
         .env("MOCK_AUTH", KEY)
         .env("GITHUB_TOKEN", TOKEN)
+        // Logs at every level must stay clean too.
+        .env("DSH_LOG", "trace")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -77,6 +79,37 @@ fn no_command_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
         assert!(!log.contains(KEY) && !log.contains(TOKEN), "{log}");
     }
     assert!(!stdout(&out).contains(KEY) && !stderr(&out).contains(KEY));
+    assert!(stderr(&out).contains("TRACE"), "trace logging was on");
+}
+
+#[test]
+fn no_hook_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
+    let w = world_with_mock_provider();
+    let dump = w.cwd.path().join("hook-probe.txt");
+    let hooks = serde_json::json!({"hooks": {"PreToolUse": [{"hooks": [{
+        "type": "command",
+        "command": format!("{{\n{PROBE}\n}} > '{}' 2>&1", dump.display()),
+    }]}]}});
+    std::fs::create_dir_all(w.cwd.path().join(".dsh")).unwrap();
+    std::fs::write(w.cwd.path().join(".dsh/hooks.json"), hooks.to_string()).unwrap();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo hi")))
+        .push(MockResponse::text("done"));
+    let out = w
+        .dsh(&["run", "--provider", "mock", "run something"])
+        .env("MOCK_AUTH", KEY)
+        .env("GITHUB_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    assert!(seen.contains("probe reached dsh"), "{seen}");
+    assert!(!seen.contains(KEY) && !seen.contains(TOKEN), "{seen}");
+    for file in w.session_files() {
+        let log = std::fs::read_to_string(&file).unwrap();
+        assert!(log.contains("hook/result"), "{log}");
+        assert!(!log.contains(KEY) && !log.contains(TOKEN), "{log}");
+    }
 }
 
 #[test]

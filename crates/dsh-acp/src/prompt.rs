@@ -13,7 +13,7 @@ use dsh_agent::{AgentRef, CancelCause, CancelOptions, same_agent};
 use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
 
 use crate::bridge::Bridge;
-use crate::errors::{internal, invalid};
+use crate::errors::{internal, invalid, unknown_session};
 use crate::record::SessionRecord;
 use crate::settle::Inflight;
 
@@ -64,9 +64,7 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
         return Err(internal("bridge has been disposed"));
     }
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge
-        .record(&id)
-        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let state = &record.state;
     let message = Message::user(Vec::new(), MessageSource::User);
     let inflight = Inflight::new(message.id.clone());

@@ -7,20 +7,25 @@ use std::sync::{Arc, Weak};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    SessionUpdate, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
 use dsh_kernel::{BoxError, Context, ScopeTag};
 use dsh_session::{EventKind, SessionEventFired, SessionId};
-use dsh_tools::ToolRuntime;
+use dsh_tools::{ToolRuntime, ToolsExecute};
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::editor::EditorOffer;
 use crate::errors::invalid;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::permission;
 use crate::settle::Inflight;
+use crate::terminal::TerminalCards;
 use crate::translate::Source;
 use crate::updates::UpdateQueue;
 
@@ -40,6 +45,8 @@ pub(crate) struct SessionState {
     /// Fired when the bridge lets go of the session (close, disconnect, teardown): pending
     /// permission questions fail closed.
     pub(crate) closed: CancellationToken,
+    /// Which call runs in which editor terminal (for the cards).
+    pub(crate) terminals: Arc<TerminalCards>,
     slot: Mutex<Option<Arc<Inflight>>>,
     mode: Mutex<Mode>,
     always_allowed: Mutex<HashSet<String>>,
@@ -61,8 +68,10 @@ impl SessionState {
         tools: Arc<ToolRuntime>,
         mode: Mode,
     ) -> Arc<SessionState> {
+        let terminals = Arc::new(TerminalCards::default());
         Arc::new(SessionState {
-            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone()),
+            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone(), terminals.clone()),
+            terminals,
             id,
             conn,
             tools,
@@ -176,6 +185,7 @@ pub(crate) fn wiring(
     options: &AcpOptions,
     asks_through_approver: bool,
     replay: bool,
+    offer: EditorOffer,
 ) -> Setup {
     let extra = options.agent_setup.as_ref().map(|hook| hook());
     let options = options.clone();
@@ -195,6 +205,7 @@ pub(crate) fn wiring(
                 }
             }
             listen(&ctx, &state, &agent)?;
+            offer.install(&ctx, &state)?;
             permission::install_policy(&ctx, state.clone(), options, asks_through_approver)?;
             Ok(commit)
         }
@@ -217,6 +228,32 @@ fn listen(ctx: &Context, state: &Arc<SessionState>, agent: &AgentRef) -> Result<
             inflight.turn_ended(end.turn, &end.reason);
         }
         s.updates.event(notice.event.clone(), Source::Live);
+    })?;
+    // A call's card is announced `pending` (it may still wait for permission); it turns
+    // `in_progress` when its body is dispatched, i.e. after any approval.
+    let s = state.clone();
+    let _ = ctx.on_waterfall::<ToolsExecute, _>(move |call, next| {
+        let s = s.clone();
+        async move {
+            let own = call
+                .exec()
+                .caller
+                .as_ref()
+                .is_some_and(|c| c.agent_id == s.id);
+            let call_id = call.exec().call_id.clone();
+            if !own {
+                return next.run(call).await;
+            }
+            s.updates
+                .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    ToolCallId::new(call_id.as_str()),
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                )));
+            s.terminals.started(&call_id);
+            let result = next.run(call).await;
+            s.terminals.finished(&call_id);
+            result
+        }
     })?;
     let s = state.clone();
     let _ = ctx.on::<InboxClaimed>(move |claim| {

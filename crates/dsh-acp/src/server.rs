@@ -17,14 +17,14 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
     SessionModeId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Error, JsonRpcResponse, Lines};
+use agent_client_protocol::{Agent, Error, JsonRpcResponse};
 use dsh_kernel::Context;
 use dsh_session::SessionId;
 use futures::FutureExt;
 
 use crate::bridge::Bridge;
-use crate::errors::{AcpError, invalid};
-use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
+use crate::errors::{AcpError, invalid, is_client_error, unknown_session};
+use crate::hangup::Hangup;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::settle::settle;
@@ -84,12 +84,7 @@ where
 {
     let bridge = Bridge::new(&ctx, options)?;
     let hangup = Hangup::default();
-    let input = WatchedInput::new(input, hangup.clone());
-    let output = WatchedOutput::new(output, hangup.clone());
-    let transport = Lines::new(
-        frames::outgoing(output),
-        frames::incoming(input, frames::MAX_FRAME_BYTES),
-    );
+    let transport = frames::watched(input, output, hangup.clone());
     // One teardown shared by both ends of the connection. It may start inside the connection
     // (on `stop`) and be cut off there when the transport fails; the clone awaited below then
     // drives the same future to its end instead of starting over without the records.
@@ -109,18 +104,9 @@ where
             Ok(())
         })
         .await;
-    let served = match served {
-        // Frames still in flight when an editor quits fail to write: that is its goodbye.
-        Err(error) if hangup.happened() => {
-            tracing::debug!(%error, "the ACP client hung up with frames in flight");
-            Ok(())
-        }
-        Err(error) => {
-            tracing::warn!(%error, "ACP connection ended with an error");
-            Err(error)
-        }
-        Ok(()) => Ok(()),
-    };
+    let served = hangup.excuse(served).inspect_err(|error| {
+        tracing::warn!(%error, "ACP connection ended with an error");
+    });
     quiesce.await;
     served.map_err(AcpError::Transport)
 }
@@ -134,6 +120,7 @@ where
 {
     bridge.tasks.spawn(async move {
         let result = work.await;
+        log_refusal(&result);
         if let Err(error) = responder.respond_with_result(result) {
             tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
         }
@@ -141,12 +128,28 @@ where
 }
 
 fn reply<T: JsonRpcResponse>(responder: Responder<T>, result: Result<T, Error>) {
+    log_refusal(&result);
     if let Err(error) = responder.respond_with_result(result) {
         tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
     }
 }
 
-fn initialize(bridge: &Bridge) -> InitializeResponse {
+/// Logs an error answer: a client's mistake (unknown session, bad params) at debug level, so
+/// an editor probing sessions does not fill the log with warnings; our own failures as
+/// warnings.
+pub(crate) fn log_refusal<T>(result: &Result<T, Error>) {
+    if let Err(error) = result {
+        if is_client_error(error) {
+            tracing::debug!(code = error.code.value(), message = %error.message, "ACP request refused");
+        } else {
+            tracing::warn!(code = error.code.value(), message = %error.message, "ACP request failed");
+        }
+    }
+}
+
+/// The `initialize` answer: protocol v1, what dsh supports, and who it is. Shared with the
+/// unconfigured agent, which must look the same to the editor until a session is asked for.
+pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(
@@ -164,16 +167,20 @@ fn initialize(bridge: &Bridge) -> InitializeResponse {
         .agent_capabilities(capabilities)
         .auth_methods(Vec::new())
         .agent_info(Implementation::new(
-            bridge.options.agent_name.clone(),
-            bridge.options.agent_version.clone(),
+            options.agent_name.clone(),
+            options.agent_version.clone(),
         ))
+}
+
+/// `initialize`: remembers what the editor offers (its files and terminals), then answers.
+fn initialize(bridge: &Bridge, request: &InitializeRequest) -> InitializeResponse {
+    bridge.set_client_capabilities(request.client_capabilities.clone());
+    initialize_response(&bridge.options)
 }
 
 fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Error> {
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge
-        .record(&id)
-        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let mode = Mode::from_id(&request.mode_id.0)
         .ok_or_else(|| invalid(format!("unknown mode: {}", request.mode_id.0)))?;
     if record.state.set_mode(mode) {
@@ -196,7 +203,9 @@ fn connection(
     let builder = Agent.v1().name("dsh-acp");
     let b = bridge.clone();
     let builder = builder.on_receive_request(
-        async move |_request: InitializeRequest, responder, _cx| responder.respond(initialize(&b)),
+        async move |request: InitializeRequest, responder, _cx| {
+            responder.respond(initialize(&b, &request))
+        },
         agent_client_protocol::on_receive_request!(),
     );
     let builder = builder.on_receive_request(

@@ -183,7 +183,7 @@ async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_
     let result = updates
         .iter()
         .find_map(|n| match &n.update {
-            SessionUpdate::ToolCallUpdate(u) => Some(u.clone()),
+            SessionUpdate::ToolCallUpdate(u) if u.fields.content.is_some() => Some(u.clone()),
             _ => None,
         })
         .unwrap();

@@ -22,7 +22,6 @@ use common::*;
 use dsh_session::{EventKind, SessionEvent, TurnEndReason, check_balanced};
 use dsh_testkit::{MockResponse, MockServer};
 
-
 fn last_turn_end(events: &[Arc<SessionEvent>]) -> Option<TurnEndReason> {
     events.iter().rev().find_map(|e| match &e.kind {
         EventKind::TurnEnd(t) => Some(t.reason.clone()),

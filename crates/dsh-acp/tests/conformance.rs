@@ -61,7 +61,10 @@ async fn a_session_never_prompted_can_be_loaded_after_a_restart() {
         .unwrap();
     // And it is a working session.
     server.push(MockResponse::text("hello again"));
-    assert_eq!(conn.prompt_now(&id, "hi").await.unwrap(), StopReason::EndTurn);
+    assert_eq!(
+        conn.prompt_now(&id, "hi").await.unwrap(),
+        StopReason::EndTurn
+    );
     assert_eq!(agent_text(&conn.received()), "hello again");
     assert_eq!(second.close_stdin_and_wait(EXIT).await.0, Some(0));
 }
@@ -88,7 +91,10 @@ async fn loading_a_session_live_in_this_connection_replays_its_history() {
         .collect();
     assert_eq!(
         replay,
-        [("user", "ping".to_owned()), ("agent", "first answer".to_owned())]
+        [
+            ("user", "ping".to_owned()),
+            ("agent", "first answer".to_owned())
+        ]
     );
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }
@@ -107,7 +113,10 @@ async fn a_tool_call_is_pending_until_permission_is_granted_then_in_progress() {
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
     let id = conn.session().await;
-    assert_eq!(conn.prompt_now(&id, "go").await.unwrap(), StopReason::EndTurn);
+    assert_eq!(
+        conn.prompt_now(&id, "go").await.unwrap(),
+        StopReason::EndTurn
+    );
     let updates = conn.received();
     let card = updates
         .iter()
@@ -201,7 +210,11 @@ async fn an_incomplete_configuration_answers_initialize_and_explains_on_session_
         .await
         .unwrap_err();
     assert!(e.message.contains("DEEPSEEK_API_KEY"), "{}", e.message);
-    assert!(e.message.starts_with("dsh is not configured"), "{}", e.message);
+    assert!(
+        e.message.starts_with("dsh is not configured"),
+        "{}",
+        e.message
+    );
     // No request reached the provider.
     assert!(server.requests().is_empty());
     let (code, _) = child.close_stdin_and_wait(EXIT).await;

@@ -177,4 +177,3 @@ impl Child {
         files
     }
 }
-

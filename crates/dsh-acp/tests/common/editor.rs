@@ -40,12 +40,17 @@ pub struct Editor {
     pub log: Mutex<Vec<String>>,
     /// Notified when a terminal has been created.
     pub created: Notify,
+    /// Notified when a terminal has been released.
+    pub released: Notify,
     terms: Mutex<HashMap<String, Term>>,
     next: Mutex<u32>,
 }
 
 fn not_found(what: &str) -> Error {
-    Error::new(agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND, what.to_owned())
+    Error::new(
+        agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
+        what.to_owned(),
+    )
 }
 
 impl Editor {
@@ -80,7 +85,9 @@ impl Editor {
     pub fn write(&self, r: &WriteTextFileRequest) -> Result<WriteTextFileResponse, Error> {
         self.note(format!("write {}", r.path.display()));
         self.writes.lock().push((r.path.clone(), r.content.clone()));
-        self.buffers.lock().insert(r.path.clone(), r.content.clone());
+        self.buffers
+            .lock()
+            .insert(r.path.clone(), r.content.clone());
         Ok(WriteTextFileResponse::new())
     }
 
@@ -206,6 +213,7 @@ impl Editor {
             .remove(&*r.terminal_id.0)
             .ok_or_else(|| not_found("no such terminal"))?;
         term.kill.notify_one();
+        self.released.notify_one();
         Ok(ReleaseTerminalResponse::new())
     }
 }

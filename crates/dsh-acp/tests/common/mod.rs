@@ -14,12 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, CreateTerminalRequest, FileSystemCapabilities,
-    KillTerminalRequest, ReadTextFileRequest, ReleaseTerminalRequest, TerminalOutputRequest,
-    WaitForTerminalExitRequest, WriteTextFileRequest, ContentBlock as AcpBlock, InitializeRequest, InitializeResponse,
-    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, SessionUpdate, StopReason, TextContent,
+    CancelNotification, ClientCapabilities, ContentBlock as AcpBlock, CreateTerminalRequest,
+    FileSystemCapabilities, InitializeRequest, InitializeResponse, KillTerminalRequest,
+    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest,
+    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TerminalOutputRequest, TextContent, WaitForTerminalExitRequest,
+    WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use async_trait::async_trait;
@@ -253,7 +254,9 @@ impl Conn {
                     async move |r: WaitForTerminalExitRequest, responder, cx| {
                         // Off the dispatch loop: the wait lasts as long as the command.
                         let editor = e5.clone();
-                        cx.spawn(async move { responder.respond_with_result(editor.wait(&r).await) })?;
+                        cx.spawn(
+                            async move { responder.respond_with_result(editor.wait(&r).await) },
+                        )?;
                         Ok(())
                     },
                     agent_client_protocol::on_receive_request!(),

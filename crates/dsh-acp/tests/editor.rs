@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{SessionUpdate, StopReason, ToolCallContent};
 use common::child::*;
-use common::*;
 use dsh_testkit::{MockResponse, MockServer};
 
 const EXIT: Duration = Duration::from_secs(10);

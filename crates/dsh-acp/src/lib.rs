@@ -42,12 +42,14 @@
 //! ```
 
 mod bridge;
+mod commands;
 mod editor;
 mod errors;
 mod files;
 mod frames;
 mod hangup;
 mod list;
+mod models;
 mod modes;
 mod open;
 mod options;

@@ -11,6 +11,7 @@ use dsh_session::{EventDraft, EventKind, Persistence, SessionId, SessionMeta};
 use crate::bridge::Bridge;
 use crate::editor::EditorOffer;
 use crate::errors::{chain, internal, invalid};
+use crate::models;
 use crate::modes::Mode;
 use crate::record::{SessionRecord, SessionState, wire_id, wiring};
 use crate::teardown::retire;
@@ -128,7 +129,17 @@ pub(crate) async fn new_session(
         handle.dispose().await;
         return Err(e);
     }
-    publish_or_dispose(&bridge, Arc::new(SessionRecord { state, handle })).await?;
+    publish_or_dispose(
+        &bridge,
+        Arc::new(SessionRecord {
+            state: state.clone(),
+            handle,
+        }),
+    )
+    .await?;
     tracing::info!(session = %id, cwd = %request.cwd.display(), "ACP session created");
-    Ok(NewSessionResponse::new(wire_id(&id)).modes(Mode::state(mode)))
+    let options = models::config_options(&bridge, &state);
+    Ok(NewSessionResponse::new(wire_id(&id))
+        .modes(Mode::state(mode))
+        .config_options((!options.is_empty()).then_some(options)))
 }

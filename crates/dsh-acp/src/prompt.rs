@@ -69,6 +69,8 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
     let message = Message::user(Vec::new(), MessageSource::User);
     let inflight = Inflight::new(message.id.clone());
     state.reserve_slot(&inflight)?;
+    // Looked at before the enqueue: an idle agent logs the prompt before `followup` returns.
+    let prompted_before = crate::list::title_of(record.agent().session()).is_some();
     let queued = (|| {
         let text = render(&request.prompt)?;
         let agent = record.agent();
@@ -86,9 +88,16 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
             .followup(message)
             .map_err(|e| internal(format!("prompt was not queued: {e}")))
     })();
-    if let Err(e) = queued {
-        state.release_slot(&inflight);
-        return Err(e);
+    match queued {
+        Err(e) => {
+            state.release_slot(&inflight);
+            return Err(e);
+        }
+        Ok(_) => {
+            if let Ok(text) = render(&request.prompt) {
+                state.title_from(&text, prompted_before);
+            }
+        }
     }
     Ok(Admitted { record, inflight })
 }

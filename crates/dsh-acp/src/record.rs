@@ -3,12 +3,14 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    SessionUpdate, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    CurrentModeUpdate, SessionInfoUpdate, SessionModeId, SessionUpdate, ToolCallId, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
@@ -49,6 +51,10 @@ pub(crate) struct SessionState {
     pub(crate) terminals: Arc<TerminalCards>,
     slot: Mutex<Option<Arc<Inflight>>>,
     mode: Mutex<Mode>,
+    /// The model chosen in this session, if any (else the configured one).
+    model: Mutex<Option<String>>,
+    /// Whether the session has a title (its first prompt) the editor was told about.
+    titled: AtomicBool,
     always_allowed: Mutex<HashSet<String>>,
     bound: Mutex<Bound>,
 }
@@ -78,6 +84,8 @@ impl SessionState {
             closed: CancellationToken::new(),
             slot: Mutex::new(None),
             mode: Mutex::new(mode),
+            model: Mutex::new(None),
+            titled: AtomicBool::new(false),
             always_allowed: Mutex::new(HashSet::new()),
             bound: Mutex::new(Bound::default()),
         })
@@ -125,6 +133,43 @@ impl SessionState {
     /// Switches the mode; `true` when it changed.
     pub(crate) fn set_mode(&self, mode: Mode) -> bool {
         std::mem::replace(&mut *self.mode.lock(), mode) != mode
+    }
+
+    /// Switches the mode and, when it changed, tells the client (`current_mode_update`).
+    pub(crate) fn switch_mode(&self, mode: Mode) {
+        if self.set_mode(mode) {
+            self.updates
+                .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    SessionModeId::new(mode.id()),
+                )));
+        }
+    }
+
+    /// The model chosen in this session, if any.
+    pub(crate) fn model(&self) -> Option<String> {
+        self.model.lock().clone()
+    }
+
+    /// Chooses the session's model for its next requests.
+    pub(crate) fn set_model(&self, model: &str) {
+        *self.model.lock() = Some(model.to_owned());
+    }
+
+    /// Titles the session after its first prompt (`session_info_update`), once: the editor's
+    /// thread list then shows what the session is about. A session that already had a prompt
+    /// (a loaded one) keeps the title it was listed with.
+    /// `prompted_before` says whether the log held a prompt before this one.
+    pub(crate) fn title_from(&self, prompt: &str, prompted_before: bool) {
+        if self.titled.swap(true, Ordering::AcqRel) || prompted_before {
+            return;
+        }
+        if let Some(title) = crate::list::title(prompt) {
+            self.updates.update(SessionUpdate::SessionInfoUpdate(
+                SessionInfoUpdate::new()
+                    .title(title)
+                    .updated_at(crate::list::iso8601(dsh_session::now_ms())),
+            ));
+        }
     }
 
     /// Whether the person chose "allow always" for `tool` in this session.
@@ -206,6 +251,7 @@ pub(crate) fn wiring(
             }
             listen(&ctx, &state, &agent)?;
             offer.install(&ctx, &state)?;
+            crate::models::install(&ctx, &state)?;
             permission::install_policy(&ctx, state.clone(), options, asks_through_approver)?;
             Ok(commit)
         }

@@ -17,6 +17,7 @@ use dsh_session::{Persistence, PersistenceError, SessionId};
 use crate::bridge::Bridge;
 use crate::editor::EditorOffer;
 use crate::errors::{chain, internal, invalid, unknown_session};
+use crate::models;
 use crate::modes::Mode;
 use crate::open::{check_workspace, publish_or_dispose};
 use crate::record::{SessionRecord, SessionState, wiring};
@@ -38,7 +39,7 @@ pub(crate) async fn load_session(
     })?;
     let id = SessionId::new(&*request.session_id.0);
     if let Some(record) = bridge.record(&id) {
-        return reload(&record, &request).await;
+        return reload(&bridge, &record, &request).await;
     }
     bridge.reserve_load(&id)?;
     let loaded = resume(&bridge, persistence.as_ref(), &id, &request, conn).await;
@@ -110,13 +111,17 @@ async fn resume(
     .await?;
     state.updates.drained().await;
     tracing::info!(session = %id, "ACP session loaded");
-    Ok(LoadSessionResponse::new().modes(Mode::state(mode)))
+    let options = models::config_options(bridge, &state);
+    Ok(LoadSessionResponse::new()
+        .modes(Mode::state(mode))
+        .config_options((!options.is_empty()).then_some(options)))
 }
 
 /// `session/load` of a session this connection already has live: its conversation is
 /// replayed again (an editor reopening a thread expects the history, as codex-acp sends it),
 /// in order with whatever the live stream delivers, and the answer follows the replay.
 async fn reload(
+    bridge: &Bridge,
     record: &SessionRecord,
     request: &LoadSessionRequest,
 ) -> Result<LoadSessionResponse, Error> {
@@ -137,7 +142,10 @@ async fn reload(
         .replay(record.agent().session().events());
     record.state.updates.drained().await;
     tracing::debug!(session = %id, "ACP session replayed again");
-    Ok(LoadSessionResponse::new().modes(Mode::state(record.state.mode())))
+    let options = models::config_options(bridge, &record.state);
+    Ok(LoadSessionResponse::new()
+        .modes(Mode::state(record.state.mode()))
+        .config_options((!options.is_empty()).then_some(options)))
 }
 
 /// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a

@@ -12,10 +12,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
-    CloseSessionRequest, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
-    SessionModeId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    CloseSessionRequest, ContentBlock, ContentChunk, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Agent, Error, JsonRpcResponse};
 use dsh_kernel::Context;
@@ -28,7 +30,7 @@ use crate::hangup::Hangup;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::settle::settle;
-use crate::{frames, list, open, prompt, replay, teardown};
+use crate::{commands, frames, list, models, open, prompt, replay, teardown};
 
 /// Runs the ACP agent side of one connection until the client closes its end, then tears every
 /// session it created down and returns.
@@ -118,13 +120,59 @@ where
     T: JsonRpcResponse,
     F: Future<Output = Result<T, Error>> + Send + 'static,
 {
+    answer_then(bridge, responder, work, |_| {});
+}
+
+/// [`answer`], then `after` with a successful answer: what must reach the client only once it
+/// knows the session (updates about a session it has not been told about would be dropped).
+fn answer_then<T, F, A>(bridge: &Bridge, responder: Responder<T>, work: F, after: A)
+where
+    T: JsonRpcResponse + Clone,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    A: FnOnce(&T) + Send + 'static,
+{
     bridge.tasks.spawn(async move {
         let result = work.await;
         log_refusal(&result);
+        let done = result.as_ref().ok().cloned();
         if let Err(error) = responder.respond_with_result(result) {
             tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
         }
+        if let Some(done) = done {
+            after(&done);
+        }
     });
+}
+
+/// Tells the client which slash commands the session takes.
+fn advertise_commands(bridge: &Bridge, id: &SessionId) {
+    if let Some(record) = bridge.record(id) {
+        record.state.updates.update(commands::advertised());
+    }
+}
+
+/// `session/set_config_option`: the session's model.
+fn set_config_option(
+    bridge: &Bridge,
+    request: &SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, Error> {
+    let id = SessionId::new(&*request.session_id.0);
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
+    if &*request.config_id.0 != models::MODEL_OPTION {
+        return Err(invalid(format!(
+            "unknown config option: {}",
+            request.config_id.0
+        )));
+    }
+    let value = request
+        .value
+        .as_value_id()
+        .ok_or_else(|| invalid("the model option takes a value id"))?;
+    models::choose(bridge, &record.state, &value.0)?;
+    Ok(SetSessionConfigOptionResponse::new(models::config_options(
+        bridge,
+        &record.state,
+    )))
 }
 
 fn reply<T: JsonRpcResponse>(responder: Responder<T>, result: Result<T, Error>) {
@@ -183,14 +231,7 @@ fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Erro
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let mode = Mode::from_id(&request.mode_id.0)
         .ok_or_else(|| invalid(format!("unknown mode: {}", request.mode_id.0)))?;
-    if record.state.set_mode(mode) {
-        record
-            .state
-            .updates
-            .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                SessionModeId::new(mode.id()),
-            )));
-    }
+    record.state.switch_mode(mode);
     Ok(())
 }
 
@@ -217,7 +258,11 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: NewSessionRequest, responder, cx| {
-            answer(&b, responder, open::new_session(b.clone(), request, cx));
+            let work = open::new_session(b.clone(), request, cx);
+            let after = b.clone();
+            answer_then(&b, responder, work, move |response| {
+                advertise_commands(&after, &SessionId::new(&*response.session_id.0));
+            });
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),
@@ -225,7 +270,12 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: LoadSessionRequest, responder, cx| {
-            answer(&b, responder, replay::load_session(b.clone(), request, cx));
+            let id = SessionId::new(&*request.session_id.0);
+            let work = replay::load_session(b.clone(), request, cx);
+            let after = b.clone();
+            answer_then(&b, responder, work, move |_| {
+                advertise_commands(&after, &id)
+            });
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),
@@ -263,6 +313,14 @@ fn connection(
         agent_client_protocol::on_receive_notification!(),
     );
     let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+            reply(responder, set_config_option(&b, &request));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
     builder.on_receive_request(
         async move |request: SetSessionModeRequest, responder, _cx| {
             mode_request(&b, &request, responder);
@@ -275,6 +333,22 @@ fn connection(
 /// `session/prompt`: admitted in the dispatch loop, settled outside it. A `$/cancel_request`
 /// for the prompt means what `session/cancel` means; the answer is still sent, as `cancelled`.
 fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
+    if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
+        && let Ok(text) = prompt::render(&request.prompt)
+        && let Some(out) = commands::run(bridge, &record, &text)
+    {
+        // A slash command: no model request; its answer streams like a reply.
+        record
+            .state
+            .updates
+            .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::from(out),
+            )));
+        return answer(bridge, responder, async move {
+            record.state.updates.drained().await;
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        });
+    }
     let admitted = match prompt::admit(bridge, request) {
         Ok(admitted) => admitted,
         Err(e) => return reply(responder, Err(e)),

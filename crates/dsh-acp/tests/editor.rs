@@ -7,7 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::{SessionUpdate, StopReason, ToolCallContent};
+use agent_client_protocol::v1::schema::{
+    NewSessionRequest, SessionConfigKind, SessionConfigOptionCategory, SessionConfigSelectOptions,
+    SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent,
+};
+use common::agent_text;
 use common::child::*;
 use dsh_testkit::{MockResponse, MockServer};
 
@@ -194,5 +198,135 @@ async fn a_client_without_the_capabilities_gets_the_local_tools() {
     assert!(result.contains("saved on disk"), "{result}");
     assert!(result.contains("from-local"), "{result}");
     assert!(conn.editor.log.lock().is_empty());
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::text("one"))
+        .push(MockResponse::text("two"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    conn.initialize().await;
+    let opened = conn
+        .cx
+        .send_request(NewSessionRequest::new(conn.cwd.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    let id = opened.session_id.0.to_string();
+    let options = opened.config_options.unwrap();
+    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
+    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
+    let SessionConfigKind::Select(select) = &model.kind else {
+        panic!("{model:?}")
+    };
+    let SessionConfigSelectOptions::Ungrouped(offered) = &select.options else {
+        panic!("{select:?}")
+    };
+    let other = offered
+        .iter()
+        .find(|o| o.value != select.current_value)
+        .unwrap()
+        .value
+        .clone();
+    conn.prompt_now(&id, "first").await.unwrap();
+    let chosen = conn
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            other.clone(),
+        ))
+        .block_task()
+        .await
+        .unwrap();
+    assert!(format!("{:?}", chosen.config_options).contains(&*other.0));
+    conn.prompt_now(&id, "second").await.unwrap();
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models[1], *other.0);
+    assert_ne!(models[0], models[1]);
+    // A model the session does not offer is refused.
+    let e = conn
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            "no-such-model",
+        ))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("unknown model"), "{}", e.message);
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn slash_commands_are_advertised_and_run_without_a_model_request() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    let id = conn.session().await;
+    let advertised = tokio::time::timeout(
+        WAIT,
+        conn.wait_update(&id, |u| {
+            matches!(u, SessionUpdate::AvailableCommandsUpdate(_))
+        }),
+    )
+    .await
+    .unwrap();
+    let SessionUpdate::AvailableCommandsUpdate(list) = advertised else {
+        unreachable!()
+    };
+    let names: Vec<&str> = list
+        .available_commands
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["mode", "model"]);
+    assert_eq!(
+        conn.prompt_now(&id, "/mode read-only").await.unwrap(),
+        StopReason::EndTurn
+    );
+    let updates = conn.received();
+    assert!(updates.iter().any(|n| matches!(&n.update,
+        SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "read-only")));
+    assert_eq!(agent_text(&updates), "mode: read-only");
+    assert!(
+        server.requests().is_empty(),
+        "no model request for a command"
+    );
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn the_first_prompt_titles_the_session_once() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::text("a"))
+        .push(MockResponse::text("b"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    let id = conn.session().await;
+    conn.prompt_now(&id, "fix the\nparser bug").await.unwrap();
+    conn.prompt_now(&id, "and the lexer").await.unwrap();
+    let titles: Vec<String> = conn
+        .received()
+        .into_iter()
+        .filter_map(|n| match n.update {
+            SessionUpdate::SessionInfoUpdate(info) => info.title.value().cloned(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(titles, ["fix the parser bug"]);
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }

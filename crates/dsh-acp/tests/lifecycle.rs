@@ -216,7 +216,12 @@ async fn session_load_replays_the_stored_conversation_then_continues_live() {
     assert!(replay.iter().all(|n| *n.session_id.0 == *id));
     let shape: Vec<String> = replay
         .iter()
-        .filter(|n| !matches!(n.update, SessionUpdate::UsageUpdate(_)))
+        .filter(|n| {
+            !matches!(
+                n.update,
+                SessionUpdate::UsageUpdate(_) | SessionUpdate::AvailableCommandsUpdate(_)
+            )
+        })
         .map(|n| match chunk_text(&n.update) {
             Some((kind, text)) => format!("{kind}:{text}"),
             None => kind_of(&n.update).to_owned(),

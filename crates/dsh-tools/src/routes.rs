@@ -61,3 +61,49 @@ pub fn routed<T: ?Sized + Send + Sync + 'static>(caller: Option<&ToolCaller>) ->
     let caller = caller?;
     caller.ctx.get::<Routes<T>>()?.of(caller)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_kernel::ScopeTag;
+    use dsh_session::{Session, SessionHeader, SessionMeta};
+
+    fn caller(ctx: &Context) -> ToolCaller {
+        let session = Session::new(
+            SessionHeader::new("s".into(), 0, SessionMeta::default()),
+            None,
+        )
+        .unwrap();
+        ToolCaller {
+            agent_id: "s".into(),
+            session,
+            ctx: ctx.clone(),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn a_route_serves_exactly_its_agent_until_its_scope_is_disposed() {
+        let root = Context::new();
+        let parent_tag = ScopeTag::new("parent");
+        let parent = root.tagged_child("parent", parent_tag.clone()).unwrap();
+        let child = root
+            .tagged_child("child", ScopeTag::child_of(&parent_tag, "child"))
+            .unwrap();
+        let other = root.tagged_child("other", ScopeTag::new("other")).unwrap();
+        let routes = Routes::<str>::shared(&root).unwrap();
+        assert!(Arc::ptr_eq(&routes, &Routes::<str>::shared(&root).unwrap()));
+        let _ = routes.route(&parent, Arc::from("editor")).unwrap();
+        assert_eq!(
+            routed::<str>(Some(&caller(&parent))).as_deref(),
+            Some("editor")
+        );
+        // Neither a subagent nor another agent, nor an agentless call, is routed.
+        assert!(routed::<str>(Some(&caller(&child))).is_none());
+        assert!(routed::<str>(Some(&caller(&other))).is_none());
+        assert!(routed::<str>(Some(&caller(&root))).is_none());
+        assert!(routed::<str>(None).is_none());
+        futures::executor::block_on(parent.scope().dispose());
+        assert!(routed::<str>(Some(&caller(&parent))).is_none());
+    }
+}

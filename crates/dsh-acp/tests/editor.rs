@@ -98,6 +98,44 @@ async fn write_arrives_in_the_editor_as_fs_write_text_file() {
 }
 
 #[tokio::test]
+async fn edit_changes_the_editors_unsaved_text_and_writes_it_back_through_the_editor() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "read",
+            r#"{"file_path":"lib.rs"}"#,
+        ))
+        .push(MockResponse::tool_call(
+            "call_2",
+            "edit",
+            r#"{"file_path":"lib.rs","old_string":"unsaved","new_string":"edited"}"#,
+        ))
+        .push(MockResponse::text("edited"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    let file = conn.cwd.join("lib.rs");
+    std::fs::write(&file, "fn saved() {}\n").unwrap();
+    conn.editor
+        .buffers
+        .lock()
+        .insert(file.clone(), "fn unsaved() {}\n".to_owned());
+    conn.initialize_as_editor().await;
+    let id = conn.open().await;
+    assert_eq!(
+        conn.prompt_now(&id, "edit").await.unwrap(),
+        StopReason::EndTurn
+    );
+    assert_eq!(
+        conn.editor.writes.lock().clone(),
+        [(file.clone(), "fn edited() {}\n".to_owned())]
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn saved() {}\n");
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
 async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_the_card() {
     let Some(bin) = binary() else { return };
     let server = MockServer::start();

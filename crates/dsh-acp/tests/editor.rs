@@ -206,6 +206,35 @@ async fn cancel_kills_and_releases_the_editor_terminal() {
 }
 
 #[tokio::test]
+async fn a_terminal_command_past_its_timeout_is_killed_and_reported_timed_out() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            r#"{"command":"echo started; sleep 60","description":"hang","timeout_ms":300}"#,
+        ))
+        .push(MockResponse::text("gave up"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    conn.initialize_as_editor().await;
+    let id = conn.open().await;
+    assert_eq!(
+        conn.prompt_now(&id, "hang").await.unwrap(),
+        StopReason::EndTurn
+    );
+    assert_eq!(
+        conn.editor.steps(),
+        ["create", "wait", "kill", "output", "release"]
+    );
+    let result = sent(&server, 1);
+    assert!(result.contains("started"), "{result}");
+    assert!(result.contains("timed out after 300ms"), "{result}");
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
 async fn a_client_without_the_capabilities_gets_the_local_tools() {
     let Some(bin) = binary() else { return };
     let server = MockServer::start();

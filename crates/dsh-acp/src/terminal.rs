@@ -11,9 +11,12 @@
 //! with their owners and notices — is the local executor's, so `bash_output`/`bash_kill` and
 //! task ownership work exactly as without an editor.
 //!
-//! What dsh cannot enforce there: the editor spawns the process, with its own environment
-//! (dsh's secret scrub does not apply) and outside any sandbox dsh would set up for its own
-//! children. The approval policy and the session modes still apply, before the call runs.
+//! What dsh cannot enforce there: the editor spawns the process, with its own environment and
+//! outside any sandbox dsh would set up for its own children. The secret scrub is applied as
+//! far as dsh can see it: the editor started `dsh acp` with its environment, so every variable
+//! dsh's own environment holds that the local executor would remove is unset for the command
+//! (`env -u NAME … bash -c …`); a variable only the editor's terminal adds is beyond reach.
+//! The approval policy and the session modes still apply, before the call runs.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -86,6 +89,8 @@ pub(crate) struct EditorTerminals {
     pub(crate) state: Weak<SessionState>,
     /// Per-stream bound of the output kept, as the local executor's default.
     pub(crate) output_limit: u64,
+    /// Inherited variables the command must not see (see the module docs).
+    scrubbed: Vec<String>,
     pub(crate) disposed: CancellationToken,
 }
 
@@ -96,9 +101,35 @@ impl EditorTerminals {
             local,
             state: Arc::downgrade(state),
             output_limit: ShellConfig::default().max_output_bytes as u64,
+            scrubbed: scrubbed_names(),
             disposed: CancellationToken::new(),
         }
     }
+}
+
+/// The names in this process's environment that the local executor keeps from commands.
+fn scrubbed_names() -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| dsh_shell::env::is_scrubbed(name))
+        .filter_map(|name| name.into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The program and arguments that run `script` with `scrubbed` unset.
+fn command_line(script: &str, scrubbed: &[String]) -> (String, Vec<String>) {
+    let bash = ["bash".to_owned(), "-c".to_owned(), script.to_owned()];
+    if scrubbed.is_empty() {
+        return (bash[0].clone(), bash[1..].to_vec());
+    }
+    let mut args: Vec<String> = scrubbed
+        .iter()
+        .flat_map(|name| ["-u".to_owned(), name.clone()])
+        .collect();
+    args.extend(bash);
+    ("env".to_owned(), args)
 }
 
 fn client_failure(what: &'static str, error: &agent_client_protocol::Error) -> ShellError {
@@ -228,8 +259,9 @@ impl ShellExecutor for EditorTerminals {
             .iter()
             .map(|(name, value)| EnvVariable::new(name.clone(), value.clone()))
             .collect();
-        let create = CreateTerminalRequest::new(wire_id(&state.id), "bash")
-            .args(vec!["-c".to_owned(), spec.command.clone()])
+        let (program, args) = command_line(&spec.command, &self.scrubbed);
+        let create = CreateTerminalRequest::new(wire_id(&state.id), program)
+            .args(args)
             .env(env)
             .cwd(spec.workdir.clone())
             .output_byte_limit(self.output_limit);
@@ -289,5 +321,27 @@ impl ShellExecutor for EditorTerminals {
     /// executor is the process's and is left alone.
     async fn dispose(&self) {
         self.disposed.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrubbed_variables_are_unset_before_bash_runs_the_script() {
+        assert_eq!(
+            command_line("echo hi", &[]),
+            (
+                "bash".to_owned(),
+                vec!["-c".to_owned(), "echo hi".to_owned()]
+            )
+        );
+        let (program, args) = command_line("echo hi", &["A_KEY".to_owned(), "B_TOKEN".to_owned()]);
+        assert_eq!(program, "env");
+        assert_eq!(
+            args,
+            ["-u", "A_KEY", "-u", "B_TOKEN", "bash", "-c", "echo hi"]
+        );
     }
 }

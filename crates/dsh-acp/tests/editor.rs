@@ -143,12 +143,17 @@ async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_t
         .push(MockResponse::tool_call(
             "call_1",
             "bash",
-            r#"{"command":"echo from-terminal; exit 3","description":"print a word"}"#,
+            r#"{"command":"echo from-terminal key=${DEEPSEEK_API_KEY:-none}; exit 3","description":"print a word"}"#,
         ))
         .push(MockResponse::text("ran"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
     conn.initialize_as_editor().await;
+    // The editor started dsh with its environment, secrets included: the command sees none.
+    conn.editor
+        .inherited
+        .lock()
+        .push(("DEEPSEEK_API_KEY".to_owned(), "editor-secret".to_owned()));
     let id = conn.open().await;
     assert_eq!(
         conn.prompt_now(&id, "run").await.unwrap(),
@@ -156,7 +161,7 @@ async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_t
     );
     assert_eq!(conn.editor.steps(), ["create", "wait", "output", "release"]);
     let result = sent(&server, 1);
-    assert!(result.contains("from-terminal"), "{result}");
+    assert!(result.contains("from-terminal key=none"), "{result}");
     assert!(result.contains("[exit code: 3]"), "{result}");
     let embedded = conn
         .received()

@@ -38,6 +38,8 @@ pub struct Editor {
     pub writes: Mutex<Vec<(PathBuf, String)>>,
     /// Every file and terminal request, in order (`read <path>`, `create`, `wait`, ...).
     pub log: Mutex<Vec<String>>,
+    /// Variables the editor's own environment gives every terminal (before the request's).
+    pub inherited: Mutex<Vec<(String, String)>>,
     /// Notified when a terminal has been created.
     pub created: Notify,
     /// Notified when a terminal has been released.
@@ -96,6 +98,7 @@ impl Editor {
         let mut command = tokio::process::Command::new(&r.command);
         command
             .args(&r.args)
+            .envs(self.inherited.lock().clone())
             .envs(r.env.iter().map(|v| (v.name.clone(), v.value.clone())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

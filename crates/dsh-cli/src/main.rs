@@ -64,7 +64,7 @@ fn main() {
         }
         Some(Command::Acp(args)) => match Settings::load(&overrides) {
             Ok(settings) => acp::main(settings, args.auto_approve),
-            Err(e) => fail(&e),
+            Err(e) => acp::unconfigured::main(&e),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
             Ok(settings) => chat::main(settings, cli.global.cwd, None),

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used)]
-//! The interactive chat on a real pseudo-terminal: type a message, see the streamed answer,
+//! The line chat (`--plain`) on a real pseudo-terminal: type a message, see the streamed answer,
 //! leave with `/exit`.
 
 mod common;
@@ -59,7 +59,7 @@ fn start_chat(w: &World) -> (std::process::Child, Screen) {
     };
     let pty = openpty(Some(&size), None).unwrap();
     let child = w
-        .dsh(&[])
+        .dsh(&["--plain"])
         .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
         .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
         .stderr(Stdio::from(pty.slave))

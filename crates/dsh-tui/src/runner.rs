@@ -117,8 +117,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     }
 
     let guard = TerminalGuard::enter(options.keyboard_protocol)?;
+    // No `terminal.clear()`: it queries the cursor position, and entering already cleared.
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
-    terminal.clear()?;
     let mut input = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
@@ -228,7 +228,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                         let _ = tx.send(Msg::Sessions(host.sessions().await));
                     });
                 }
-                Effect::Redraw => terminal.clear()?,
+                Effect::Redraw => redraw(&mut terminal)?,
             }
         }
     }
@@ -253,6 +253,13 @@ fn draw(terminal: &mut Terminal<CrosstermBackend<Stdout>>, app: &mut App) -> std
     terminal.draw(|frame| view::draw(frame, app, now))?;
     crossterm::queue!(out, EndSynchronizedUpdate)?;
     out.flush()
+}
+
+/// Clears the screen and forgets what is on it, so the next frame is drawn whole. Done through
+/// `resize`, which (unlike `clear`) asks the terminal nothing.
+fn redraw(terminal: &mut Terminal<CrosstermBackend<Stdout>>) -> std::io::Result<()> {
+    let size = terminal.size()?;
+    terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
 }
 
 fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {

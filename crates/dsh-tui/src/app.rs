@@ -136,6 +136,8 @@ pub struct App {
     last_typed: Option<Instant>,
     /// The app should end.
     pub exit: bool,
+    /// Draw without colours (`NO_COLOR`); bold, dim and reverse keep the structure.
+    pub no_color: bool,
 }
 
 impl App {
@@ -162,6 +164,7 @@ impl App {
             esc_at: None,
             last_typed: None,
             exit: false,
+            no_color: false,
         }
     }
 
@@ -217,6 +220,13 @@ impl App {
     pub fn ask(&mut self, ask: Ask, now: Instant) {
         self.cards.push_back(Card::new(ask, now));
         self.card_focus = true;
+    }
+
+    /// Whether the front card takes answer keys at `now` (see [`Card::armed`]).
+    pub fn card_armed(&self, now: Instant) -> bool {
+        self.cards
+            .front()
+            .is_some_and(|c| c.armed(now, self.last_typed))
     }
 
     /// Drops cards whose turn was cancelled; true when any went.
@@ -499,6 +509,12 @@ impl App {
     }
 
     fn command(&mut self, command: Command) -> Vec<Effect> {
+        if self.running() && matches!(command, Command::New | Command::Resume(_)) {
+            // Switching sessions would dispose the running agent mid-turn.
+            self.transcript
+                .error("a turn is running: cancel it first (esc), then switch sessions");
+            return Vec::new();
+        }
         match command {
             Command::Exit => {
                 self.exit = true;
@@ -636,7 +652,7 @@ impl App {
     pub fn help_text() -> Vec<String> {
         let mut out = vec!["Keys".to_owned()];
         for (key, what) in KEYS {
-            out.push(format!("  {key:<22} {what}"));
+            out.push(format!("  {key:<18} {what}"));
         }
         out.push(String::new());
         out.push("Commands".to_owned());
@@ -660,7 +676,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "Tab",
         "while the agent works: queue a follow-up for after the turn",
     ),
-    ("Shift/Alt+Enter, Ctrl+J", "newline"),
+    (
+        "Alt+Enter, Ctrl+J",
+        "newline (Shift+Enter where the terminal tells it apart)",
+    ),
     (
         "Esc",
         "cancel the turn · close a popup · twice: clear the draft",
@@ -669,7 +688,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+D", "exit on an empty draft"),
     ("Up/Down", "history (first/last line)"),
     ("Alt+Up", "take the newest queued follow-up back"),
-    ("PageUp/PageDown, wheel", "scroll; End or Esc follows again"),
+    ("PageUp/Down, wheel", "scroll; End or Esc follows again"),
     ("Ctrl+O", "expand or collapse tool output, diffs, reasoning"),
     (
         "y / a / n",

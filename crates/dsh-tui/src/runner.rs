@@ -111,6 +111,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
         .unwrap_or_default();
     let mut saved = history.len();
     let mut app = App::new(host.info(), history);
+    app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let mut handle = open(&host, &mut app, &current, options.resume.clone()).await;
     if handle.is_none() && options.resume.is_some() {
         handle = open(&host, &mut app, &current, None).await;

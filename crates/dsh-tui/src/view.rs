@@ -22,6 +22,8 @@ use crate::wrap::{str_width, truncate, wrap_line};
 pub const MIN_WIDTH: u16 = 40;
 /// Below this height the UI asks for a bigger terminal.
 pub const MIN_HEIGHT: u16 = 10;
+/// Where a help row's description starts (wrapped rows continue there).
+const HELP_INDENT: usize = 21;
 /// Pending rows shown before `+N`.
 const PENDING_ROWS: usize = 3;
 
@@ -89,6 +91,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     );
     if let Some(overlay) = &app.overlay {
         draw_overlay(frame, overlay, transcript_area);
+    }
+    if app.no_color {
+        strip_colours(frame);
+    }
+}
+
+/// `NO_COLOR`: every cell back to the terminal's own colours; modifiers stay.
+fn strip_colours(frame: &mut Frame<'_>) {
+    for cell in &mut frame.buffer_mut().content {
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
     }
 }
 
@@ -189,9 +202,11 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
             Some(reason) => {
                 format!("  deny · reason for the model: {reason}▏ (enter sends, esc back)")
             }
-            None if app.card_focus => {
+            // The choices show once they work: keys typed before go to the draft.
+            None if app.card_focus && app.card_armed(now) => {
                 "  y allow once · a allow this session · n deny · tab to the draft".to_owned()
             }
+            None if app.card_focus => "  …".to_owned(),
             None => "  tab back to the card".to_owned(),
         };
         out.push(Line::styled(truncate(&keys, width), dim));
@@ -325,7 +340,9 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
     let lines: Vec<Line<'static>> = match overlay {
         Overlay::Help => {
             let mut lines = vec![Line::styled("Help · esc closes", bold)];
-            lines.extend(App::help_text().into_iter().map(Line::raw));
+            for row in App::help_text() {
+                lines.extend(wrap_line(&Line::raw(row), width, HELP_INDENT));
+            }
             lines
         }
         Overlay::Picker(p) => {

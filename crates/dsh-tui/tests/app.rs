@@ -285,3 +285,55 @@ fn a_tool_that_prints_escape_sequences_cannot_touch_the_terminal() {
     }
     assert!(rows(&buffer).iter().any(|r| r == "  ok done"));
 }
+
+#[test]
+fn the_card_shows_its_choices_only_once_they_are_armed() {
+    let now = Instant::now();
+    let mut app = running_app(now);
+    let _answer = card(&mut app, now);
+    let early = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(early.contains("Allow bash?"), "{early}");
+    assert!(!early.contains("y allow once"), "{early}");
+    let armed = rows(&screen(&mut app, 80, 24, now + ARMING)).join("\n");
+    assert!(armed.contains("y allow once"), "{armed}");
+}
+
+#[test]
+fn no_color_leaves_no_coloured_cell() {
+    let now = Instant::now();
+    let mut log = Log::default();
+    log.call(
+        "c1",
+        "edit",
+        json!({"file_path": "a", "old_string": "x", "new_string": "y"}),
+    );
+    log.result("c1", "failed", true);
+    let mut app = app_with(&log.events, now);
+    app.no_color = true;
+    let terminal = screen(&mut app, 80, 24, now);
+    for cell in terminal.backend().buffer().content() {
+        assert_eq!(cell.fg, ratatui::style::Color::Reset);
+        assert_eq!(cell.bg, ratatui::style::Color::Reset);
+    }
+    app.no_color = false;
+    let terminal = screen(&mut app, 80, 24, now);
+    assert!(
+        terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .any(|c| c.fg == ratatui::style::Color::Red),
+        "colours are on by default"
+    );
+}
+
+#[test]
+fn switching_sessions_while_a_turn_runs_is_refused() {
+    let now = Instant::now();
+    let mut app = running_app(now);
+    type_text(&mut app, "/new", now);
+    assert!(key(&mut app, KeyCode::Enter, now).is_empty());
+    let screen = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(screen.contains("cancel it first"), "{screen}");
+}

@@ -137,7 +137,8 @@ fn an_approval_card_shows_the_command_and_the_choices() {
     let mut app = app_with(&log.events, now);
     let (ask, _answer) = support::ask(json!({"command": "rm -rf target"}), Some("deletes files"));
     app.cards.push_back(Card::new(ask, now));
-    assert_snapshot!("approval_80x24", screen(&mut app, 80, 24, now).backend());
+    let armed = now + dsh_tui::approval::ARMING;
+    assert_snapshot!("approval_80x24", screen(&mut app, 80, 24, armed).backend());
 }
 
 #[test]

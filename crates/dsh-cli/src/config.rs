@@ -61,7 +61,7 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    fn new(value: T, source: Source) -> Self {
+    pub(crate) fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
 }
@@ -132,6 +132,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// `[hooks]`: where command hooks are read from.
+    pub hooks: crate::hooks::HookSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +145,8 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    hooks: crate::hooks::FileHooks,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -412,6 +416,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
 
@@ -556,6 +561,7 @@ impl Settings {
                 let _ = writeln!(out, "#   {}", a.id);
             }
         }
+        self.hooks.render(&mut out);
         out
     }
 }

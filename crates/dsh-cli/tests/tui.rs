@@ -298,3 +298,44 @@ fn plain_keeps_the_line_chat() {
     tui.type_line("/exit");
     assert_eq!(tui.exit_code(), Some(0));
 }
+
+#[test]
+fn an_approval_card_appears_and_a_deny_with_a_reason_reaches_the_model() {
+    let w = World::new();
+    // A workspace PreToolUse hook that asks before every bash call.
+    let dir = w.cwd.path().join(".dsh");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hooks.json"),
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"touches the tree\"}}'"}]}]}}"#,
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::tool_call(
+            "c1",
+            "bash",
+            &common::bash("touch created-anyway"),
+        ))
+        .push(MockResponse::text("Understood, I will not."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("make a file");
+    tui.wait_for("Allow bash?");
+    tui.wait_for("$ touch created-anyway");
+    // The choices show once keys count; only then answer.
+    tui.wait_for("y allow once");
+    tui.keys("n");
+    tui.wait_for("reason for the model");
+    tui.type_line("use a dry run");
+    tui.wait_for("Understood, I will not.");
+    assert!(!w.cwd.path().join("created-anyway").exists());
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 2, "one turn, two steps");
+    let second = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(second.contains("rejected"), "{second}");
+    assert!(second.contains("use a dry run"), "{second}");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    dsh_session::check_balanced(&w.load(&w.only_session_id())).unwrap();
+}

@@ -339,3 +339,45 @@ fn an_approval_card_appears_and_a_deny_with_a_reason_reaches_the_model() {
     assert_eq!(tui.exit_code(), Some(0));
     dsh_session::check_balanced(&w.load(&w.only_session_id())).unwrap();
 }
+
+#[test]
+fn enter_while_the_agent_works_steers_and_tab_queues_a_follow_up_turn() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("Working on it.").hold_after(2);
+    w.server
+        .push(held)
+        .push(MockResponse::text("Steered answer."))
+        .push(MockResponse::text("Follow-up answer."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("start working");
+    common::block_on(hold.reached());
+    tui.wait_for("esc to cancel");
+    tui.type_line("also mention steering");
+    tui.wait_for("↳ steer: also mention steering");
+    tui.keys("then write the docs\t");
+    tui.wait_for("⇥ queued: then write the docs");
+    hold.release();
+    tui.wait_for("Follow-up answer.");
+    tui.wait("the pending strip to clear", |s| {
+        !s.contents().contains("steer:") && !s.contents().contains("queued:")
+    });
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 3);
+    let second = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(second.contains("also mention steering"), "{second}");
+    assert!(!second.contains("then write the docs"), "{second}");
+    let third = serde_json::to_string(requests[2].messages()).unwrap();
+    assert!(third.contains("then write the docs"), "{third}");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let events = w.load(&w.only_session_id());
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e.kind, dsh_session::EventKind::TurnStart(_)))
+        .count();
+    assert_eq!(
+        turns, 2,
+        "the steer joined turn 1; the queued message ran as turn 2"
+    );
+}

@@ -1,4 +1,4 @@
-//! Frame render time with a 5,000-line transcript at 120×40: prints p50/p95/max for a full
+//! Frame render time with a 5,000-row transcript at 120×40: prints p50/p95/max for a full
 //! layout (cold caches), a one-key frame, a streaming frame (one delta) and a resize.
 //!
 //! `cargo bench -p dsh-tui --bench render`. The goal: a keystroke reaches the screen within
@@ -53,7 +53,7 @@ fn transcript() -> Vec<Arc<SessionEvent>> {
         seq += 1;
         seq
     };
-    for round in 0..100 {
+    for round in 0..140 {
         events.push(event(
             next(),
             EventKind::UserMessage(Arc::new(Message::user_text(format!(

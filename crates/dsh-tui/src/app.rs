@@ -87,6 +87,19 @@ impl Picker {
     }
 }
 
+/// Ctrl+R: searching history, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Search {
+    /// What was typed.
+    pub query: String,
+    /// Which match (0 = newest) is in the draft.
+    pub nth: usize,
+    /// The draft before the search (Esc puts it back).
+    pub draft: String,
+    /// Whether the query matched nothing.
+    pub failed: bool,
+}
+
 /// A full-screen overlay.
 #[derive(Clone, Debug)]
 pub enum Overlay {
@@ -138,6 +151,10 @@ pub struct App {
     pub exit: bool,
     /// Draw without colours (`NO_COLOR`); bold, dim and reverse keep the structure.
     pub no_color: bool,
+    /// A history search in progress.
+    pub search: Option<Search>,
+    /// The workspace's files for `@path` completion, once listed.
+    pub files: Option<Vec<String>>,
 }
 
 impl App {
@@ -165,6 +182,8 @@ impl App {
             last_typed: None,
             exit: false,
             no_color: false,
+            search: None,
+            files: None,
         }
     }
 
@@ -249,6 +268,47 @@ impl App {
         commands::matches(self.composer.text())
     }
 
+    /// `@path` completions for the word at the caret (empty when there is none to offer).
+    pub fn file_popup(&self) -> Vec<&str> {
+        if self.popup_dismissed || self.overlay.is_some() {
+            return Vec::new();
+        }
+        let (Some(files), Some((_, query))) = (
+            &self.files,
+            crate::files::token(self.composer.text(), self.composer.caret()),
+        ) else {
+            return Vec::new();
+        };
+        crate::files::matches(files, query)
+    }
+
+    /// Replaces the `@` word at the caret with the selected file; false when nothing was offered.
+    fn complete_file(&mut self) -> bool {
+        let popup = self.file_popup();
+        let Some(path) = popup
+            .get(self.popup_selected.min(popup.len().saturating_sub(1)))
+            .map(|p| (*p).to_owned())
+        else {
+            return false;
+        };
+        let caret = self.composer.caret();
+        let Some((start, _)) = crate::files::token(self.composer.text(), caret) else {
+            return false;
+        };
+        let text = self.composer.text();
+        let completed = format!("{}@{path} {}", &text[..start], &text[caret..]);
+        let at = start + path.len() + 2;
+        self.composer.set_text(&completed);
+        self.composer.set_caret(at);
+        self.popup_selected = 0;
+        true
+    }
+
+    /// Rows of whichever popup is open (commands or files).
+    fn popup_len(&self) -> usize {
+        self.popup().len().max(self.file_popup().len())
+    }
+
     /// Handles one terminal event at `now`.
     pub fn handle(&mut self, event: Event, now: Instant) -> Vec<Effect> {
         match event {
@@ -300,6 +360,10 @@ impl App {
         if self.overlay.is_some() {
             return self.overlay_key(key);
         }
+        if self.search.is_some() {
+            self.search_key(key);
+            return Vec::new();
+        }
         if !self.cards.is_empty() {
             if key.code == KeyCode::Tab {
                 self.card_focus = !self.card_focus;
@@ -320,6 +384,12 @@ impl App {
                 self.composer.delete();
             }
             KeyCode::Char('o') if ctrl => self.transcript.toggle_expand_all(),
+            KeyCode::Char('r') if ctrl => {
+                self.search = Some(Search {
+                    draft: self.composer.text().to_owned(),
+                    ..Search::default()
+                });
+            }
             KeyCode::Char('l') if ctrl => return vec![Effect::Redraw],
             KeyCode::Char('j') if ctrl => self.composer.newline(),
             KeyCode::Char('a') if ctrl => self.composer.home(),
@@ -330,6 +400,7 @@ impl App {
             KeyCode::Enter if alt || key.modifiers.contains(KeyModifiers::SHIFT) => {
                 self.composer.newline();
             }
+            KeyCode::Enter | KeyCode::Tab if self.complete_file() => {}
             KeyCode::Enter => return self.submit(false),
             KeyCode::Tab => {
                 let popup = self.popup();
@@ -345,7 +416,7 @@ impl App {
             KeyCode::Esc => return self.escape(now),
             KeyCode::Up if alt => return self.withdraw_last(),
             KeyCode::Up => {
-                let n = self.popup().len();
+                let n = self.popup_len();
                 if n > 0 {
                     self.popup_selected = (self.popup_selected + n - 1) % n;
                 } else {
@@ -353,7 +424,7 @@ impl App {
                 }
             }
             KeyCode::Down => {
-                let n = self.popup().len();
+                let n = self.popup_len();
                 if n > 0 {
                     self.popup_selected = (self.popup_selected + 1) % n;
                 } else {
@@ -386,6 +457,54 @@ impl App {
         Vec::new()
     }
 
+    /// Keys during a history search: typing narrows, Ctrl+R goes to the next older match,
+    /// Enter (or any movement) keeps the match as the draft, Esc puts the draft back.
+    fn search_key(&mut self, key: KeyEvent) {
+        let Some(search) = &mut self.search else {
+            return;
+        };
+        match key.code {
+            KeyCode::Char('r') if key.modifiers.contains(KeyModifiers::CONTROL) => search.nth += 1,
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                search.query.push(c);
+                search.nth = 0;
+            }
+            KeyCode::Backspace => {
+                search.query.pop();
+                search.nth = 0;
+            }
+            KeyCode::Esc | KeyCode::Char('g') => {
+                let draft = std::mem::take(&mut search.draft);
+                self.composer.set_text(&draft);
+                self.search = None;
+                return;
+            }
+            _ => {
+                self.search = None;
+                return;
+            }
+        }
+        let query = search.query.to_lowercase();
+        let found = self
+            .composer
+            .history()
+            .iter()
+            .rev()
+            .filter(|h| h.to_lowercase().contains(&query))
+            .nth(search.nth)
+            .cloned();
+        match found {
+            Some(entry) => {
+                search.failed = false;
+                self.composer.set_text(&entry);
+            }
+            None => {
+                search.failed = true;
+                search.nth = search.nth.saturating_sub(1);
+            }
+        }
+    }
+
     /// Ctrl+C: closes what is open, cancels a turn, clears a draft; twice exits.
     fn interrupt(&mut self, now: Instant) -> Vec<Effect> {
         let again = self
@@ -412,7 +531,7 @@ impl App {
 
     /// Esc: closes the popup, cancels a turn, or (pressed twice) clears the draft.
     fn escape(&mut self, now: Instant) -> Vec<Effect> {
-        if !self.popup().is_empty() {
+        if self.popup_len() > 0 {
             self.popup_dismissed = true;
             return Vec::new();
         }
@@ -690,6 +809,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Alt+Up", "take the newest queued follow-up back"),
     ("PageUp/Down, wheel", "scroll; End or Esc follows again"),
     ("Ctrl+O", "expand or collapse tool output, diffs, reasoning"),
+    (
+        "Ctrl+R",
+        "search history (again: older; enter keeps; esc back)",
+    ),
     (
         "y / a / n",
         "approval card: once / this session / deny with a reason",

@@ -41,6 +41,15 @@ impl Composer {
         self.caret
     }
 
+    /// Moves the caret to byte offset `at` (clamped, on a character boundary).
+    pub fn set_caret(&mut self, at: usize) {
+        let mut at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        self.caret = at;
+    }
+
     /// Whether the draft is empty.
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()

@@ -73,6 +73,7 @@ pub struct TuiOptions {
 
 enum Msg {
     Event(SessionId, Arc<SessionEvent>, bool),
+    Files(Vec<String>),
     Sessions(Result<Vec<SessionEntry>, HostError>),
 }
 
@@ -104,6 +105,14 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
 
+    {
+        // The `@path` index, listed off the event loop.
+        let tx = msg_tx.clone();
+        let root = host.info().cwd;
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(Msg::Files(crate::files::list(&root)));
+        });
+    }
     let history = options
         .history
         .as_deref()
@@ -123,6 +132,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let mut input = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
+    // In raw mode Ctrl+C is a key; a SIGINT sent by `kill` must still restore before leaving.
+    let mut sigint = signal(SignalKind::interrupt())?;
     let mut replayed_to = replayed(&handle);
     let mut last_frame: Option<Instant> = None;
     let mut dirty = true;
@@ -169,6 +180,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
             }
             _ = sigterm.recv() => app.exit = true,
             _ = sighup.recv() => app.exit = true,
+            _ = sigint.recv() => app.exit = true,
             () = tokio::time::sleep_until(deadline.into()) => {
                 if app.hint.as_ref().is_some_and(|(_, until)| Instant::now() >= *until) {
                     app.hint = None;
@@ -277,6 +289,7 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
             }
             app.session_event(&event, child, Instant::now());
         }
+        Msg::Files(files) => app.files = Some(files),
         Msg::Sessions(Ok(entries)) => app.sessions(entries),
         Msg::Sessions(Err(e)) => {
             app.overlay = None;

@@ -90,7 +90,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
         status_area,
     );
     if let Some(overlay) = &app.overlay {
-        draw_overlay(frame, overlay, transcript_area);
+        draw_overlay(frame, overlay, area);
     }
     if app.no_color {
         strip_colours(frame);
@@ -230,6 +230,13 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
             ));
         }
     }
+    if let Some(search) = &app.search {
+        let state = if search.failed { "failing " } else { "" };
+        out.push(Line::styled(
+            truncate(&format!("{state}history search: {}▏", search.query), width),
+            Style::new().fg(Color::Cyan),
+        ));
+    }
     let hint = app
         .hint
         .as_ref()
@@ -256,6 +263,22 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
 }
 
 fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
+    let files = app.file_popup();
+    if !files.is_empty() {
+        let selected = app.popup_selected.min(files.len() - 1);
+        return files
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let style = if i == selected {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new()
+                };
+                Line::styled(truncate(&format!("  @{path}"), width), style)
+            })
+            .collect();
+    }
     let popup = app.popup();
     let selected = app.popup_selected.min(popup.len().saturating_sub(1));
     popup

@@ -337,3 +337,71 @@ fn switching_sessions_while_a_turn_runs_is_refused() {
     let screen = rows(&screen(&mut app, 80, 24, now)).join("\n");
     assert!(screen.contains("cancel it first"), "{screen}");
 }
+
+#[test]
+fn ctrl_r_searches_history_newest_first_and_esc_restores_the_draft() {
+    let now = Instant::now();
+    let mut app = App::new(
+        support::info(),
+        vec![
+            "run the tests".into(),
+            "write docs".into(),
+            "run clippy".into(),
+        ],
+    );
+    type_text(&mut app, "draft", now);
+    ctrl(&mut app, 'r', now);
+    type_text(&mut app, "run", now);
+    assert_eq!(app.composer.text(), "run clippy");
+    ctrl(&mut app, 'r', now);
+    assert_eq!(app.composer.text(), "run the tests");
+    ctrl(&mut app, 'r', now);
+    assert_eq!(
+        app.composer.text(),
+        "run the tests",
+        "no older match: stays"
+    );
+    assert!(app.search.as_ref().unwrap().failed);
+    key(&mut app, KeyCode::Esc, now);
+    assert_eq!(app.composer.text(), "draft");
+    ctrl(&mut app, 'r', now);
+    type_text(&mut app, "docs", now);
+    key(&mut app, KeyCode::Enter, now);
+    assert!(app.search.is_none());
+    assert_eq!(
+        app.composer.text(),
+        "write docs",
+        "enter keeps the match as the draft"
+    );
+}
+
+#[test]
+fn at_completes_workspace_files_from_a_popup() {
+    let now = Instant::now();
+    let mut app = app_with(&[], now);
+    app.files = Some(vec![
+        "README.md".into(),
+        "src/main.rs".into(),
+        "src/mod_a.rs".into(),
+    ]);
+    type_text(&mut app, "look at @mai", now);
+    assert_eq!(app.file_popup(), ["src/main.rs"]);
+    let shown = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(shown.contains("  @src/main.rs"), "{shown}");
+    assert!(key(&mut app, KeyCode::Tab, now).is_empty());
+    assert_eq!(app.composer.text(), "look at @src/main.rs ");
+    assert!(app.file_popup().is_empty());
+    type_text(&mut app, "and @s", now);
+    key(&mut app, KeyCode::Down, now);
+    key(&mut app, KeyCode::Enter, now);
+    assert_eq!(
+        app.composer.text(),
+        "look at @src/main.rs and @src/mod_a.rs "
+    );
+    assert_eq!(
+        key(&mut app, KeyCode::Enter, now),
+        [Effect::Send(
+            "look at @src/main.rs and @src/mod_a.rs".into()
+        )]
+    );
+}

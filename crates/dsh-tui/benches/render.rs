@@ -195,6 +195,14 @@ fn main() {
             .draw(|f| dsh_tui::view::draw(f, &mut app, now))
             .unwrap();
         resize.push(t.elapsed());
+        if std::env::var_os("RENDER_BENCH_VERBOSE").is_some() {
+            println!("  resize to {width}: {:?}", t.elapsed());
+        }
     }
     stats("resize 120 <-> 60", resize);
+    println!(
+        "after resizing: {} rows at 60 columns, {} at 120",
+        app.transcript.height(60),
+        app.transcript.height(120)
+    );
 }

@@ -172,6 +172,7 @@ impl Transcript {
                 _ => {}
             },
             EventKind::AssistantMessage(m) => {
+                self.activity.retry = None;
                 // The assembled message is authoritative over what streamed.
                 let text = sanitize(&m.message.text());
                 match self.active_text.take() {

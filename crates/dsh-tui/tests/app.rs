@@ -405,3 +405,89 @@ fn at_completes_workspace_files_from_a_popup() {
         )]
     );
 }
+
+#[test]
+fn a_running_subagent_card_lists_its_childs_last_actions() {
+    let now = Instant::now();
+    let mut log = Log::default();
+    log.turn_start(1);
+    log.call(
+        "s1",
+        "subagent",
+        json!({"prompt": "look around", "description": "explore"}),
+    );
+    let mut app = app_with(&log.events, now);
+    let mut child = Log::default();
+    for (i, cmd) in ["ls", "cat a", "cat b", "wc -l b"].iter().enumerate() {
+        let id = format!("k{i}");
+        let call = child.call(&id, "bash", json!({"command": cmd}));
+        app.session_event(&call, true, now);
+        let result = child.result(&id, "x", false);
+        app.session_event(&result, true, now);
+    }
+    let shown = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(
+        shown.contains("● subagent  look around  running"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("↳ bash(ls)"),
+        "only the last three: {shown}"
+    );
+    assert!(shown.contains("↳ bash(cat a) → ok"), "{shown}");
+    assert!(shown.contains("↳ bash(wc -l b) → ok"), "{shown}");
+}
+
+#[test]
+fn the_status_shows_retries_context_use_tokens_and_cache_share() {
+    use dsh_session::{EventKind, RequestContext, TokenUsage};
+    let now = Instant::now();
+    let mut log = Log::default();
+    log.turn_start(1);
+    log.push(EventKind::RequestContext(RequestContext {
+        provider: "deepseek".into(),
+        model: "deepseek-chat".into(),
+        context_window: Some(100_000),
+    }));
+    log.push(EventKind::Other {
+        type_name: "llm/retry".into(),
+        data: json!({"retryId": "r", "turn": 1, "step": 1, "provider": "deepseek", "mode": "normal",
+            "policyKey": "p", "retry": 2, "maxRetries": 5, "delayMs": 4000,
+            "failure": {"message": "rate limited", "code": "rate_limit", "status": 429}}),
+    });
+    let mut app = app_with(&log.events, now);
+    let shown = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(
+        shown.contains("retrying in 4 s: 429 rate limited (2/5)"),
+        "{shown}"
+    );
+    let mut answer = Log::default();
+    let msg = answer.push(EventKind::AssistantMessage(dsh_session::AssistantMessage {
+        turn: 1,
+        step: 1,
+        message: std::sync::Arc::new(dsh_session::Message::assistant(
+            vec![dsh_session::ContentBlock::text("ok")],
+            "deepseek",
+            "deepseek-chat",
+        )),
+        usage: Some(TokenUsage {
+            input_tokens: 10_000,
+            output_tokens: 2_000,
+            cache_read_tokens: Some(30_000),
+            cache_write_tokens: None,
+            reasoning_tokens: None,
+        }),
+        interrupted: false,
+    }));
+    app.session_event(&msg, false, now);
+    let shown = rows(&screen(&mut app, 80, 24, now));
+    let status = shown.last().unwrap();
+    assert_eq!(
+        status,
+        "deepseek-chat · no sandbox · ctx 40% · 42k tok · cache 75%"
+    );
+    assert!(
+        !shown.join("\n").contains("⠋ retrying"),
+        "a streamed answer clears the retry"
+    );
+}

@@ -683,14 +683,12 @@ impl App {
                 KeyCode::Enter => {
                     let reason = reason.trim().to_owned();
                     let card = self.cards.pop_front()?;
-                    let steer = (!reason.is_empty()).then(|| reason.clone());
-                    let _ = card.ask.reply.send(Answer::Deny(steer.clone()));
-                    return Some(
-                        steer
-                            .map(|r| Effect::Send(format!("I denied that call: {r}")))
-                            .into_iter()
-                            .collect(),
-                    );
+                    // The approver steers the reason into the agent before it denies.
+                    let _ = card
+                        .ask
+                        .reply
+                        .send(Answer::Deny((!reason.is_empty()).then_some(reason)));
+                    return Some(Vec::new());
                 }
                 KeyCode::Esc => card.reason = None,
                 KeyCode::Backspace => {

@@ -10,6 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use dsh_agent::AgentRegistry;
+use dsh_kernel::Context;
+use dsh_session::Message;
 use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
@@ -34,7 +37,8 @@ pub enum Answer {
     Once,
     /// Run it, and every later call of this tool in this UI.
     Session,
-    /// Do not run it; the optional reason is sent to the model as a steer.
+    /// Do not run it; the optional reason is steered into the asking agent before the denial
+    /// returns, so the model reads it at the step that reads the denial.
     Deny(Option<String>),
 }
 
@@ -42,19 +46,38 @@ pub enum Answer {
 pub struct TuiApprover {
     tx: mpsc::UnboundedSender<Ask>,
     allowed: Mutex<HashSet<String>>,
+    /// Where the asking agent is found (to steer a deny reason into it).
+    ctx: Option<Context>,
 }
 
 impl TuiApprover {
-    /// The approver and the receiving end the app reads questions from.
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<Ask>) {
+    /// The approver and the receiving end the app reads questions from; `ctx` finds the asking
+    /// agent for deny reasons (none: reasons are dropped).
+    pub fn new(ctx: Option<Context>) -> (Self, mpsc::UnboundedReceiver<Ask>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
             Self {
                 tx,
                 allowed: Mutex::default(),
+                ctx,
             },
             rx,
         )
+    }
+
+    /// Steers `reason` into the agent that asked. Done before the denial is returned: the steer
+    /// is then in the inbox when the step that reads the denial ends, so both reach the model
+    /// together (a steer sent after the answer could miss that step or the turn).
+    fn steer_reason(&self, request: &ApprovalRequest, reason: &str) {
+        let agent = self
+            .ctx
+            .as_ref()
+            .and_then(|ctx| AgentRegistry::of(ctx).ok())
+            .and_then(|registry| registry.get(&request.agent_id));
+        if let Some(agent) = agent {
+            let text = format!("I denied the `{}` call: {reason}", request.tool_name);
+            let _ = agent.steer(Message::user_text(text));
+        }
     }
 }
 
@@ -67,7 +90,14 @@ impl Approver for TuiApprover {
         let tool = request.tool_name.clone();
         let cancel = request.cancel.clone();
         let (reply, answer) = oneshot::channel();
-        if self.tx.send(Ask { request, reply }).is_err() {
+        if self
+            .tx
+            .send(Ask {
+                request: request.clone(),
+                reply,
+            })
+            .is_err()
+        {
             return ApprovalOutcome::Unavailable;
         }
         tokio::select! {
@@ -77,7 +107,12 @@ impl Approver for TuiApprover {
                     self.allowed.lock().insert(tool);
                     ApprovalOutcome::AllowedOnce
                 }
-                Ok(Answer::Deny(_)) => ApprovalOutcome::Rejected,
+                Ok(Answer::Deny(reason)) => {
+                    if let Some(reason) = reason {
+                        self.steer_reason(&request, &reason);
+                    }
+                    ApprovalOutcome::Rejected
+                }
                 Err(_) => ApprovalOutcome::Unavailable,
             },
             () = cancel.cancelled() => ApprovalOutcome::Cancelled,

@@ -101,7 +101,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
             })
             .map_err(|e| TuiError::Feed(e.to_string()))?
     };
-    let (approver, mut asks) = TuiApprover::new();
+    let (approver, mut asks) = TuiApprover::new(Some(host.ctx().clone()));
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
 

@@ -152,14 +152,10 @@ fn keys_typed_while_a_card_arms_go_to_the_draft_and_n_with_a_reason_denies() {
     let armed = now + Duration::from_millis(100) + ARMING;
     assert!(key(&mut app, KeyCode::Char('n'), armed).is_empty());
     type_text(&mut app, "use cargo clean", armed);
-    let effects = key(&mut app, KeyCode::Enter, armed);
+    assert!(key(&mut app, KeyCode::Enter, armed).is_empty());
     assert_eq!(
         answer.try_recv().unwrap(),
         Answer::Deny(Some("use cargo clean".into()))
-    );
-    assert_eq!(
-        effects,
-        [Effect::Send("I denied that call: use cargo clean".into())]
     );
     assert!(app.cards.is_empty());
     assert_eq!(app.composer.text(), "any", "the draft is untouched");
@@ -490,4 +486,38 @@ fn the_status_shows_retries_context_use_tokens_and_cache_share() {
         !shown.join("\n").contains("⠋ retrying"),
         "a streamed answer clears the retry"
     );
+}
+
+#[tokio::test]
+async fn the_approver_answers_a_deny_as_rejected_and_remembers_allow_for_the_session() {
+    use dsh_tools::{ApprovalOutcome, Approver};
+    let (approver, mut asks) = dsh_tui::TuiApprover::new(None);
+    let approver = std::sync::Arc::new(approver);
+    let ask = |approver: std::sync::Arc<dsh_tui::TuiApprover>| {
+        tokio::spawn(async move {
+            let (ask, _) = support::ask(json!({"command": "ls"}), None);
+            approver.request(ask.request).await
+        })
+    };
+    let pending = ask(approver.clone());
+    let question = asks.recv().await.unwrap();
+    question
+        .reply
+        .send(Answer::Deny(Some("no".into())))
+        .unwrap();
+    assert_eq!(pending.await.unwrap(), ApprovalOutcome::Rejected);
+    let pending = ask(approver.clone());
+    asks.recv()
+        .await
+        .unwrap()
+        .reply
+        .send(Answer::Session)
+        .unwrap();
+    assert_eq!(pending.await.unwrap(), ApprovalOutcome::AllowedOnce);
+    // Allowed for the session: no second question.
+    assert_eq!(
+        ask(approver.clone()).await.unwrap(),
+        ApprovalOutcome::AllowedOnce
+    );
+    assert!(asks.try_recv().is_err());
 }

@@ -24,6 +24,8 @@ type TerminalOffer = (Arc<Routes<dyn ShellExecutor>>, Arc<dyn ShellExecutor>);
 pub(crate) struct EditorOffer {
     files: Option<Arc<Routes<dyn FileAccess>>>,
     terminals: Option<TerminalOffer>,
+    /// [`crate::AcpOptions::terminal_unset`].
+    terminal_unset: Vec<String>,
 }
 
 impl EditorOffer {
@@ -44,7 +46,11 @@ impl EditorOffer {
         } else {
             None
         };
-        EditorOffer { files, terminals }
+        EditorOffer {
+            files,
+            terminals,
+            terminal_unset: bridge.options.terminal_unset.clone(),
+        }
     }
 
     /// Installs the routes for the agent whose scoped context is `ctx`.
@@ -57,7 +63,11 @@ impl EditorOffer {
             let _ = routes.route(ctx, Arc::new(files))?;
         }
         if let Some((routes, local)) = &self.terminals {
-            let terminals = Arc::new(EditorTerminals::new(local.clone(), state));
+            let terminals = Arc::new(EditorTerminals::new(
+                local.clone(),
+                state,
+                &self.terminal_unset,
+            ));
             let _ = routes.route(ctx, terminals.clone())?;
             // The session's runs stop (killing their terminals) when the agent goes away.
             ctx.scope().defer(move || terminals.disposed.cancel())?;

@@ -43,6 +43,11 @@ pub struct AcpOptions {
     /// end that sandboxes commands turns this off: dsh cannot confine a process the editor
     /// spawns.
     pub editor_terminals: bool,
+    /// Variables an editor terminal unsets besides the credential-like ones still in dsh's
+    /// environment: the editor started dsh with its own environment, which its terminals
+    /// pass on, so secrets dsh moved out of its environment at start-up (and every configured
+    /// key variable) must be named here to be kept from the command.
+    pub terminal_unset: Vec<String>,
     /// The implementation name reported by `initialize`.
     pub agent_name: String,
     /// The implementation version reported by `initialize`.
@@ -58,6 +63,7 @@ impl Default for AcpOptions {
             agent_setup: None,
             editor_files: true,
             editor_terminals: true,
+            terminal_unset: Vec::new(),
             agent_name: "dsh".to_owned(),
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         }

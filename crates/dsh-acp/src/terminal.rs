@@ -96,25 +96,32 @@ pub(crate) struct EditorTerminals {
 
 impl EditorTerminals {
     /// A route for the session of `state`, delegating all but foreground runs to `local`.
-    pub(crate) fn new(local: Arc<dyn ShellExecutor>, state: &Arc<SessionState>) -> Self {
+    pub(crate) fn new(
+        local: Arc<dyn ShellExecutor>,
+        state: &Arc<SessionState>,
+        extra_unset: &[String],
+    ) -> Self {
         Self {
             local,
             state: Arc::downgrade(state),
             output_limit: ShellConfig::default().max_output_bytes as u64,
-            scrubbed: scrubbed_names(),
+            scrubbed: scrubbed_names(extra_unset),
             disposed: CancellationToken::new(),
         }
     }
 }
 
-/// The names in this process's environment that the local executor keeps from commands.
-fn scrubbed_names() -> Vec<String> {
+/// The names in this process's environment that the local executor keeps from commands,
+/// plus `extra` (secrets no longer in the environment, configured key variables).
+fn scrubbed_names(extra: &[String]) -> Vec<String> {
     let mut names: Vec<String> = std::env::vars_os()
         .map(|(name, _)| name)
         .filter(|name| dsh_shell::env::is_scrubbed(name))
         .filter_map(|name| name.into_string().ok())
+        .chain(extra.iter().cloned())
         .collect();
     names.sort();
+    names.dedup();
     names
 }
 

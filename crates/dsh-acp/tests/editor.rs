@@ -203,8 +203,10 @@ async fn cancel_kills_and_releases_the_editor_terminal() {
     let stop = tokio::time::timeout(WAIT, prompt).await.unwrap().unwrap();
     assert_eq!(stop.unwrap().stop_reason, StopReason::Cancelled);
     tokio::time::timeout(WAIT, released).await.unwrap();
+    // Whether the cancel lands before or after `wait_for_exit` was sent depends on timing;
+    // what must hold is create, then kill, then release.
     let steps = conn.editor.steps();
-    assert_eq!(steps[..2], ["create", "wait"]);
+    assert_eq!(steps[0], "create", "{steps:?}");
     assert!(steps.contains(&"kill".to_owned()), "{steps:?}");
     assert_eq!(steps.last().unwrap(), "release");
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));

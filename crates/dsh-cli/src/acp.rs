@@ -52,9 +52,17 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         } else {
             ApprovalPolicy::MutatingTools
         };
-        let options = AcpOptions::new(composed.agent_options())
+        let mut options = AcpOptions::new(composed.agent_options())
             .with_approval(approval)
             .with_agent_setup(Arc::new(|| agent_setup(&AgentSpec::default())));
+        // Editor terminals inherit the editor's environment, secrets included.
+        options.terminal_unset = crate::secrets::moved_names();
+        options.terminal_unset.extend(
+            settings
+                .providers
+                .values()
+                .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone())),
+        );
         // A signal asks the bridge for its own teardown (every session cancelled with cause
         // `user`, drained, disposed; outstanding prompts answered `cancelled`), bounded by
         // DRAIN. The loop's shutdown then only has the config-declared agents left to stop.

@@ -79,6 +79,20 @@ pub fn protect() {
     }
 }
 
+/// The names of the secret variables moved out of dsh's environment at start-up (for places
+/// that must unset them in an environment dsh does not build, such as an editor's terminal).
+pub fn moved_names() -> Vec<String> {
+    VAULT
+        .get()
+        .map(|vault| {
+            vault
+                .keys()
+                .filter_map(|k| k.to_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A secret variable's value from the private copy taken at start-up (`None` when it was not
 /// set, or was not secret: those stay in the environment).
 pub fn lookup(name: &str) -> Option<String> {

@@ -18,8 +18,9 @@ use dsh_agent::{
     ResumeAgentOptions, Setup,
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_compaction::{Compaction, CompactionConfig, CompactionPlugin};
 use dsh_kernel::{BoxError, Context, PluginHandle};
-use dsh_llm::{AdapterRegistration, ModelInfo};
+use dsh_llm::{AdapterRegistration, ModelCatalog};
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
@@ -85,6 +86,7 @@ pub struct Composed {
     /// The provider adapter (built in the background).
     pub adapter: Arc<LazyAdapter>,
     persistence: PluginHandle,
+    compaction: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
     registration: AdapterRegistration,
@@ -93,8 +95,16 @@ pub struct Composed {
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
     let ctx = Context::new();
+    if let Some(warning) =
+        crate::config::models::unknown_model_warning(&settings.catalog, &settings.model.value)
+    {
+        tracing::warn!("{warning}");
+    }
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
-    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));
+    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(
+        settings.selected(),
+        settings.catalog.clone(),
+    )));
     // Every configured key variable is hidden from commands, whatever its name.
     let shell = ShellConfig {
         hidden_env: settings
@@ -133,6 +143,11 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .llm
         .register_adapter(&[settings.provider.value.as_str()], lazy.clone())
         .with_context(|| format!("cannot register provider `{}`", settings.provider.value))?;
+    // Every front end compacts: long sessions survive the model's window.
+    let compaction = ctx
+        .plugin(CompactionPlugin::new(CompactionConfig::default()))
+        .await
+        .context("cannot mount compaction")?;
     let tools = ctx
         .plugin(BuiltinToolsPlugin)
         .await
@@ -158,6 +173,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         settings: settings.clone(),
         adapter: lazy,
         persistence,
+        compaction,
         tools,
         subagents,
         registration: adapter,
@@ -176,7 +192,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
     .await
 }
 
-fn adapter_config(p: &ProviderSettings) -> OpenAiAdapterConfig {
+fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> OpenAiAdapterConfig {
     let key = match &p.api_key_env {
         Some(var) => ApiKeySource::Env(var.value.clone()),
         None => ApiKeySource::NotRequired,
@@ -187,23 +203,11 @@ fn adapter_config(p: &ProviderSettings) -> OpenAiAdapterConfig {
             OpenAiAdapterConfig::openai_compatible(p.base_url.value.clone(), key)
         }
     }
-    .with_route(p.name.clone());
-    // A configured model list replaces the catalog, keeping what the adapter knows about ids
-    // it already lists.
+    .with_route(p.name.clone())
+    .with_catalog(catalog);
+    // A configured model list replaces the advertised ids; facts still come from the catalog.
     if p.models.source != Source::Default {
-        let known = std::mem::take(&mut config.models);
-        config.models = p
-            .models
-            .value
-            .iter()
-            .map(|id| {
-                known
-                    .iter()
-                    .find(|m| &m.id == id)
-                    .cloned()
-                    .unwrap_or_else(|| ModelInfo::new(id.clone()))
-            })
-            .collect();
+        config.models = p.models.value.clone();
     }
     config
 }
@@ -255,6 +259,11 @@ impl Composed {
         self.core.registry.resume(&self.ctx, options).await
     }
 
+    /// The compaction service (`/compact`, context use), mounted for every agent.
+    pub fn compaction(&self) -> Option<Arc<Compaction>> {
+        self.ctx.get::<Compaction>()
+    }
+
     /// Resolves once `agent` is idle and owns no live background subagent, so a headless run's
     /// final answer includes what its background children reported.
     pub async fn when_quiet(&self, agent: &dsh_agent::AgentRef) {
@@ -271,6 +280,7 @@ impl Composed {
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
+        self.compaction.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
+use dsh_llm::ModelCatalog;
 use serde::Deserialize;
+
+pub mod models;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +135,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// Model facts: the built-in catalog with the file's `[models."ID"]` overrides.
+    pub catalog: ModelCatalog,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +148,8 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    models: models::FileModels,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -402,6 +409,7 @@ impl Settings {
             ),
             other => other.map(|n| Sourced::new(n.into_inner(), Source::File)),
         };
+        let catalog = models::catalog(file.models, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -412,6 +420,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            catalog,
         })
     }
 
@@ -545,6 +554,8 @@ impl Settings {
                 &p.models.source,
             );
         }
+        let _ = writeln!(out);
+        out.push_str(&models::render(&self.catalog, &self.model.value));
         if !self.agents.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(

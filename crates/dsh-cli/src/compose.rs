@@ -19,8 +19,11 @@ use dsh_agent::{
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_compaction::{Compaction, CompactionConfig, CompactionPlugin};
+use dsh_hooks::HooksPlugin;
 use dsh_kernel::{BoxError, Context, PluginHandle};
-use dsh_llm::{AdapterRegistration, ModelCatalog};
+use dsh_llm::catalog::FactsOrigin;
+use dsh_llm::{AdapterRegistration, ModelCatalog, ModelInfo};
+use dsh_llm_anthropic::AnthropicConfig;
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
@@ -32,7 +35,7 @@ use futures::FutureExt;
 
 use crate::config::{ProviderKind, ProviderSettings, Settings, Source};
 use crate::instructions;
-use crate::lazy_adapter::LazyAdapter;
+use crate::lazy_adapter::{LazyAdapter, ProviderConfig};
 use crate::run::DRAIN;
 
 /// The persona every dsh coding agent gets (`{{model}}` and `{{cwd}}` are the agent's own).
@@ -89,6 +92,7 @@ pub struct Composed {
     compaction: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
+    hooks: PluginHandle,
     registration: AdapterRegistration,
 }
 
@@ -156,6 +160,16 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
+    // After subagents, so the hooks' tool listeners nest inside the subagent plugin's approval
+    // rewrite (a hook's `ask` in a child is refused like any child's ask). Idle notifications
+    // only where a person waits at the prompt: the long-lived front ends.
+    let hooks = ctx
+        .plugin(HooksPlugin::new(crate::hooks::plugin_options(
+            settings,
+            options.start_configured_agents,
+        )))
+        .await
+        .context("cannot mount hooks")?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -176,6 +190,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         compaction,
         tools,
         subagents,
+        hooks,
         registration: adapter,
     })
 }
@@ -192,24 +207,72 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
     .await
 }
 
-fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> OpenAiAdapterConfig {
+fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> ProviderConfig {
     let key = match &p.api_key_env {
         Some(var) => ApiKeySource::Env(var.value.clone()),
         None => ApiKeySource::NotRequired,
     };
-    let mut config = match p.kind.value {
-        ProviderKind::Deepseek => OpenAiAdapterConfig::deepseek(p.base_url.value.clone(), key),
-        ProviderKind::OpenaiCompatible => {
-            OpenAiAdapterConfig::openai_compatible(p.base_url.value.clone(), key)
+    let base = p.base_url.value.clone();
+    match p.kind.value {
+        ProviderKind::Deepseek => ProviderConfig::OpenAi(configured_models(
+            OpenAiAdapterConfig::deepseek(base, key).with_route(p.name.clone()),
+            p,
+            catalog,
+        )),
+        ProviderKind::OpenaiCompatible => ProviderConfig::OpenAi(configured_models(
+            OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone()),
+            p,
+            catalog,
+        )),
+        ProviderKind::Anthropic => {
+            let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());
+            // Listed models take the catalog's facts (the user's `[models."ID"]` included).
+            config.models = listed_models(std::mem::take(&mut config.models), p)
+                .into_iter()
+                .map(|m| {
+                    let facts = catalog.facts(&m.id);
+                    match facts.origin {
+                        FactsOrigin::Assumed => m,
+                        _ => dsh_llm_anthropic::claude_info(&facts),
+                    }
+                })
+                .collect();
+            ProviderConfig::Anthropic(config)
         }
     }
-    .with_route(p.name.clone())
-    .with_catalog(catalog);
-    // A configured model list replaces the advertised ids; facts still come from the catalog.
+}
+
+/// The OpenAI-compatible route with the model catalog (the user's `[models."ID"]` included); a
+/// configured model list replaces the advertised ids, facts still come from the catalog.
+fn configured_models(
+    config: OpenAiAdapterConfig,
+    p: &ProviderSettings,
+    catalog: ModelCatalog,
+) -> OpenAiAdapterConfig {
+    let mut config = config.with_catalog(catalog);
     if p.models.source != Source::Default {
         config.models = p.models.value.clone();
     }
     config
+}
+
+/// A configured model list replaces the catalog, keeping what the adapter knows about ids it
+/// already lists.
+fn listed_models(known: Vec<ModelInfo>, p: &ProviderSettings) -> Vec<ModelInfo> {
+    if p.models.source == Source::Default {
+        return known;
+    }
+    p.models
+        .value
+        .iter()
+        .map(|id| {
+            known
+                .iter()
+                .find(|m| &m.id == id)
+                .cloned()
+                .unwrap_or_else(|| ModelInfo::new(id.clone()))
+        })
+        .collect()
 }
 
 impl Composed {
@@ -280,6 +343,7 @@ impl Composed {
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
+        self.hooks.dispose().await;
         self.compaction.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;

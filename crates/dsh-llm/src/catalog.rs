@@ -22,6 +22,9 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8_192;
 /// DeepSeek's thinking efforts (V4 models).
 pub const DEEPSEEK_EFFORTS: &[&str] = &["off", "low", "high", "max"];
 
+/// Anthropic's thinking efforts (mapped onto a thinking budget by the Messages adapter).
+pub const ANTHROPIC_EFFORTS: &[&str] = &["off", "low", "medium", "high"];
+
 /// Prices in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +67,8 @@ pub struct CatalogRow {
     pub price: Option<ModelPrice>,
 }
 
-/// The built-in models. Prices: DeepSeek's published list prices (peak), USD per 1M tokens.
+/// The built-in models. Prices: the providers' published list prices, USD per 1M tokens
+/// (DeepSeek: peak; Anthropic: cache reads, base input).
 pub const BUILTIN_MODELS: &[CatalogRow] = &[
     CatalogRow {
         family: "deepseek",
@@ -109,6 +113,45 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         max_output_tokens: 65_536,
         efforts: &[],
         price: None,
+    },
+    CatalogRow {
+        family: "anthropic",
+        id: "claude-sonnet-4-5",
+        name: "Claude Sonnet 4.5",
+        context_window: 200_000,
+        max_output_tokens: 64_000,
+        efforts: ANTHROPIC_EFFORTS,
+        price: Some(ModelPrice {
+            input: 3.0,
+            cached_input: 0.30,
+            output: 15.0,
+        }),
+    },
+    CatalogRow {
+        family: "anthropic",
+        id: "claude-opus-4-1",
+        name: "Claude Opus 4.1",
+        context_window: 200_000,
+        max_output_tokens: 32_000,
+        efforts: ANTHROPIC_EFFORTS,
+        price: Some(ModelPrice {
+            input: 15.0,
+            cached_input: 1.50,
+            output: 75.0,
+        }),
+    },
+    CatalogRow {
+        family: "anthropic",
+        id: "claude-haiku-4-5",
+        name: "Claude Haiku 4.5",
+        context_window: 200_000,
+        max_output_tokens: 64_000,
+        efforts: ANTHROPIC_EFFORTS,
+        price: Some(ModelPrice {
+            input: 1.0,
+            cached_input: 0.10,
+            output: 5.0,
+        }),
     },
 ];
 

@@ -361,3 +361,59 @@ async fn compact_now_replaces_the_oldest_history_and_a_cancelled_one_changes_not
     check_balanced(&agent.session().events()).unwrap();
     h.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_old_oversized_results_relieves_pressure_without_a_model_call() {
+    let home = tempfile::tempdir().unwrap();
+    let window = 16_000;
+    let config = dsh_compaction::CompactionConfig {
+        prune_over_chars: 2_000,
+        prune_head_chars: 500,
+        prune_tail_chars: 200,
+        ..dsh_compaction::CompactionConfig::default()
+    };
+    let h = harness_with(window, home.path(), config).await;
+    loop_model(&h, window, 12);
+    let handle = h.agent("prune").await;
+    let a = handle.agent();
+    a.followup(Message::user_text("dump 12 times")).unwrap();
+    bounded(a.when_idle()).await;
+
+    let session = a.session();
+    assert_eq!(turn_ends(session), vec![TurnEndReason::Completed]);
+    assert!(h.over_window.lock().is_empty());
+    let ends: Vec<serde_json::Value> = session
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Other { type_name, data } if type_name == END => Some(data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!ends.is_empty());
+    assert!(
+        ends.iter()
+            .any(|d| d["pruned"].as_u64() > Some(0) && d["summarized"] == false),
+        "{ends:?}"
+    );
+    // No summary call was needed: pruning alone kept the loop under the threshold.
+    assert!(
+        h.adapter
+            .requests()
+            .iter()
+            .all(|r| r.purpose == Purpose::Conversation)
+    );
+    let pruned = session
+        .derive_messages()
+        .iter()
+        .filter(|m| {
+            m.content.iter().any(|b| {
+                matches!(b, ContentBlock::ToolResult { content, .. }
+            if content.iter().filter_map(ContentBlock::as_text).any(|t| t.contains("were pruned")))
+            })
+        })
+        .count();
+    assert!(pruned >= 1);
+    check_balanced(&session.events()).unwrap();
+    h.shutdown().await;
+}

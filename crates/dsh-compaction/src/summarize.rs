@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use dsh_llm::{
-    BlockAssembler, FailureCode, FinishReason, GenerateOptions, Llm, LlmCallConfig, Message,
-    Purpose, SessionId, StreamChunk, TokenUsage, ToolSchema,
+    BlockAssembler, ContentBlock, FailureCode, FinishReason, GenerateOptions, Llm, LlmCallConfig,
+    Message, Purpose, Role, SessionId, StreamChunk, TokenUsage, ToolSchema,
 };
 use dsh_session::RequestHeader;
 use futures::StreamExt;
@@ -74,11 +74,40 @@ pub fn request(
         crate::events::PLUGIN,
         instruction(focus),
     )));
-    options.messages = messages;
+    options.messages = alternate_roles(messages);
     options.session_id = Some(session_id);
     options.purpose = Purpose::Compaction;
     options.cancel = cancel;
     options
+}
+
+/// The request projection the loop applies to a derived history (strict chat templates want
+/// roles to alternate): each run of consecutive plain user messages merges into one (tool
+/// results stay apart) and empty assistant anchors are left out. Applied here too so the
+/// summary request's messages are the very ones the loop sent for the same prefix.
+pub fn alternate_roles(history: Vec<Arc<Message>>) -> Vec<Arc<Message>> {
+    let plain_user = |m: &Message| {
+        m.role == Role::User
+            && !m
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    };
+    let mut out: Vec<Arc<Message>> = Vec::with_capacity(history.len());
+    for message in history {
+        if message.role == Role::Assistant && message.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(prev) if plain_user(prev) && plain_user(&message) => {
+                Arc::make_mut(prev)
+                    .content
+                    .extend(message.content.iter().cloned());
+            }
+            _ => out.push(message),
+        }
+    }
+    out
 }
 
 /// Runs the summary call; cancellation wins over any answer.

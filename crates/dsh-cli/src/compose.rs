@@ -224,6 +224,12 @@ fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> ProviderConfig
             p,
             catalog,
         )),
+        ProviderKind::OpenaiResponses => {
+            let mut config =
+                OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone());
+            config.models = dsh_llm_openai::openai_models();
+            ProviderConfig::Responses(configured_models(config, p))
+        }
         ProviderKind::Anthropic => {
             let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());
             // Listed models take the catalog's facts (the user's `[models."ID"]` included).

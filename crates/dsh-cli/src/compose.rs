@@ -228,7 +228,7 @@ fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> ProviderConfig
             let mut config =
                 OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone());
             config.models = dsh_llm_openai::openai_models();
-            ProviderConfig::Responses(configured_models(config, p))
+            ProviderConfig::Responses(configured_models(config, p, catalog))
         }
         ProviderKind::Anthropic => {
             let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());

@@ -25,6 +25,9 @@ pub const DEEPSEEK_EFFORTS: &[&str] = &["off", "low", "high", "max"];
 /// Anthropic's thinking efforts (mapped onto a thinking budget by the Messages adapter).
 pub const ANTHROPIC_EFFORTS: &[&str] = &["off", "low", "medium", "high"];
 
+/// OpenAI's reasoning efforts as the Responses route offers them.
+pub const OPENAI_EFFORTS: &[&str] = &["off", "low", "medium", "high"];
+
 /// Prices in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +71,7 @@ pub struct CatalogRow {
 }
 
 /// The built-in models. Prices: the providers' published list prices, USD per 1M tokens
-/// (DeepSeek: peak; Anthropic: cache reads, base input).
+/// (DeepSeek: peak; Anthropic: cache reads, base input; OpenAI: standard tier).
 pub const BUILTIN_MODELS: &[CatalogRow] = &[
     CatalogRow {
         family: "deepseek",
@@ -151,6 +154,58 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
             input: 1.0,
             cached_input: 0.10,
             output: 5.0,
+        }),
+    },
+    CatalogRow {
+        family: "openai",
+        id: "gpt-5",
+        name: "GPT-5",
+        context_window: 400_000,
+        max_output_tokens: 128_000,
+        efforts: OPENAI_EFFORTS,
+        price: Some(ModelPrice {
+            input: 1.25,
+            cached_input: 0.125,
+            output: 10.0,
+        }),
+    },
+    CatalogRow {
+        family: "openai",
+        id: "gpt-5-mini",
+        name: "GPT-5 mini",
+        context_window: 400_000,
+        max_output_tokens: 128_000,
+        efforts: OPENAI_EFFORTS,
+        price: Some(ModelPrice {
+            input: 0.25,
+            cached_input: 0.025,
+            output: 2.0,
+        }),
+    },
+    CatalogRow {
+        family: "openai",
+        id: "o4-mini",
+        name: "o4-mini",
+        context_window: 200_000,
+        max_output_tokens: 100_000,
+        efforts: OPENAI_EFFORTS,
+        price: Some(ModelPrice {
+            input: 1.10,
+            cached_input: 0.275,
+            output: 4.40,
+        }),
+    },
+    CatalogRow {
+        family: "openai",
+        id: "gpt-4.1",
+        name: "GPT-4.1",
+        context_window: 1_047_576,
+        max_output_tokens: 32_768,
+        efforts: &[],
+        price: Some(ModelPrice {
+            input: 2.0,
+            cached_input: 0.50,
+            output: 8.0,
         }),
     },
 ];

@@ -220,8 +220,22 @@ impl Translator {
             }
         }
         if let (Some(usage), Some(size)) = (&m.usage, self.context_window) {
-            let used = usage.input_tokens + usage.output_tokens;
-            out.push(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)));
+            // Cache hits are part of the context too (DeepSeek reports them apart from the
+            // misses); the split rides along in `_meta` for clients that show cache savings.
+            let cached = usage.cache_read_tokens.unwrap_or(0);
+            let used = usage.input_tokens + cached + usage.output_tokens;
+            let mut meta = serde_json::Map::new();
+            meta.insert(
+                "dsh".into(),
+                serde_json::json!({
+                    "inputTokens": usage.input_tokens,
+                    "cachedInputTokens": cached,
+                    "outputTokens": usage.output_tokens,
+                }),
+            );
+            out.push(SessionUpdate::UsageUpdate(
+                UsageUpdate::new(used, size).meta(meta),
+            ));
         }
         out
     }

@@ -56,6 +56,10 @@ pub enum ChatCommand {
     Cancel,
     /// `/help`
     Help,
+    /// `/compact [focus]`: summarize the oldest history now.
+    Compact(Option<String>),
+    /// `/context`: context use and session cost.
+    Context,
     /// Nothing to do (an empty line).
     Nothing,
     /// An unknown or malformed command, with the message to show.
@@ -68,6 +72,8 @@ commands:
   /resume ID    continue a stored session
   /sessions     list stored sessions
   /cancel       cancel the running turn (or press Ctrl-C)
+  /compact [focus]  summarize the older history now (optionally what to keep)
+  /context      context used and the session's cost
   /exit         leave (or press Ctrl-D)
   //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
@@ -87,8 +93,11 @@ pub fn parse(line: &str) -> ChatCommand {
         ("cancel", []) => ChatCommand::Cancel,
         ("help", []) => ChatCommand::Help,
         ("resume", [id]) => ChatCommand::Resume((*id).to_owned()),
+        ("compact", []) => ChatCommand::Compact(None),
+        ("compact", focus) => ChatCommand::Compact(Some(focus.join(" "))),
+        ("context", []) => ChatCommand::Context,
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
-        ("exit" | "quit" | "new" | "sessions" | "cancel" | "help", _) => {
+        ("exit" | "quit" | "new" | "sessions" | "cancel" | "help" | "context", _) => {
             ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
         }
         _ => ChatCommand::Invalid(format!("unknown command /{name} (try /help)")),
@@ -166,6 +175,16 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
                         .cancel(CancelCause::User, CancelOptions::default());
                 }
                 _ => say("(nothing to cancel; /exit or Ctrl-D to leave)"),
+            },
+            ChatCommand::Compact(focus) => match &handle {
+                Some(h) => {
+                    say(&crate::usage::compact(&composed, h.agent(), focus.as_deref()).await)
+                }
+                None => say("no session; try /new"),
+            },
+            ChatCommand::Context => match &handle {
+                Some(h) => say(&crate::usage::context(&composed, h.agent())),
+                None => say("no session; try /new"),
             },
             ChatCommand::Sessions => match crate::sessions::list(&composed.store).await {
                 Ok(text) => say(&text),
@@ -332,6 +351,12 @@ mod tests {
         assert_eq!(parse("/quit"), ChatCommand::Exit);
         assert_eq!(parse("/new"), ChatCommand::New);
         assert_eq!(parse("/resume abc"), ChatCommand::Resume("abc".into()));
+        assert_eq!(parse("/compact"), ChatCommand::Compact(None));
+        assert_eq!(
+            parse("/compact the parser  work"),
+            ChatCommand::Compact(Some("the parser work".into()))
+        );
+        assert_eq!(parse("/context"), ChatCommand::Context);
         assert!(matches!(parse("/resume"), ChatCommand::Invalid(_)));
         assert!(matches!(parse("/bogus"), ChatCommand::Invalid(_)));
         assert_eq!(

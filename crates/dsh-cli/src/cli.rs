@@ -119,6 +119,8 @@ pub enum OutputFormat {
     Text,
     /// JSON lines: `event` objects, then one `result` object.
     StreamJson,
+    /// Only the `result` object (usage, cost, duration included), for scripts.
+    Json,
 }
 
 /// `dsh chat`.

@@ -18,9 +18,11 @@ use dsh_agent::{
     ResumeAgentOptions, Setup,
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_compaction::{Compaction, CompactionConfig, CompactionPlugin};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{BoxError, Context, PluginHandle};
-use dsh_llm::{AdapterRegistration, ModelInfo};
+use dsh_llm::catalog::FactsOrigin;
+use dsh_llm::{AdapterRegistration, ModelCatalog, ModelInfo};
 use dsh_llm_anthropic::AnthropicConfig;
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
@@ -87,6 +89,7 @@ pub struct Composed {
     /// The provider adapter (built in the background).
     pub adapter: Arc<LazyAdapter>,
     persistence: PluginHandle,
+    compaction: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
     hooks: PluginHandle,
@@ -97,8 +100,16 @@ pub struct Composed {
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
     crate::storage::check_writable(&settings.sessions_root())?;
     let ctx = Context::new();
+    if let Some(warning) =
+        crate::config::models::unknown_model_warning(&settings.catalog, &settings.model.value)
+    {
+        tracing::warn!("{warning}");
+    }
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
-    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));
+    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(
+        settings.selected(),
+        settings.catalog.clone(),
+    )));
     // Every configured key variable is hidden from commands, whatever its name.
     let shell = ShellConfig {
         hidden_env: settings
@@ -137,6 +148,11 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .llm
         .register_adapter(&[settings.provider.value.as_str()], lazy.clone())
         .with_context(|| format!("cannot register provider `{}`", settings.provider.value))?;
+    // Every front end compacts: long sessions survive the model's window.
+    let compaction = ctx
+        .plugin(CompactionPlugin::new(CompactionConfig::default()))
+        .await
+        .context("cannot mount compaction")?;
     let tools = ctx
         .plugin(BuiltinToolsPlugin)
         .await
@@ -172,6 +188,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         settings: settings.clone(),
         adapter: lazy,
         persistence,
+        compaction,
         tools,
         subagents,
         hooks,
@@ -191,7 +208,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
     .await
 }
 
-fn adapter_config(p: &ProviderSettings) -> ProviderConfig {
+fn adapter_config(p: &ProviderSettings, catalog: ModelCatalog) -> ProviderConfig {
     let key = match &p.api_key_env {
         // The key was moved out of dsh's environment at start-up (`secrets`).
         Some(var) => crate::secrets::key_source(&var.value),
@@ -202,27 +219,48 @@ fn adapter_config(p: &ProviderSettings) -> ProviderConfig {
         ProviderKind::Deepseek => ProviderConfig::OpenAi(configured_models(
             OpenAiAdapterConfig::deepseek(base, key).with_route(p.name.clone()),
             p,
+            catalog,
         )),
         ProviderKind::OpenaiCompatible => ProviderConfig::OpenAi(configured_models(
             OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone()),
             p,
+            catalog,
         )),
         ProviderKind::OpenaiResponses => {
             let mut config =
                 OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone());
             config.models = dsh_llm_openai::openai_models();
-            ProviderConfig::Responses(configured_models(config, p))
+            ProviderConfig::Responses(configured_models(config, p, catalog))
         }
         ProviderKind::Anthropic => {
             let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());
-            config.models = listed_models(std::mem::take(&mut config.models), p);
+            // Listed models take the catalog's facts (the user's `[models."ID"]` included).
+            config.models = listed_models(std::mem::take(&mut config.models), p)
+                .into_iter()
+                .map(|m| {
+                    let facts = catalog.facts(&m.id);
+                    match facts.origin {
+                        FactsOrigin::Assumed => m,
+                        _ => dsh_llm_anthropic::claude_info(&facts),
+                    }
+                })
+                .collect();
             ProviderConfig::Anthropic(config)
         }
     }
 }
 
-fn configured_models(mut config: OpenAiAdapterConfig, p: &ProviderSettings) -> OpenAiAdapterConfig {
-    config.models = listed_models(std::mem::take(&mut config.models), p);
+/// The OpenAI-compatible route with the model catalog (the user's `[models."ID"]` included); a
+/// configured model list replaces the advertised ids, facts still come from the catalog.
+fn configured_models(
+    config: OpenAiAdapterConfig,
+    p: &ProviderSettings,
+    catalog: ModelCatalog,
+) -> OpenAiAdapterConfig {
+    let mut config = config.with_catalog(catalog);
+    if p.models.source != Source::Default {
+        config.models = p.models.value.clone();
+    }
     config
 }
 
@@ -292,6 +330,11 @@ impl Composed {
         self.core.registry.resume(&self.ctx, options).await
     }
 
+    /// The compaction service (`/compact`, context use), mounted for every agent.
+    pub fn compaction(&self) -> Option<Arc<Compaction>> {
+        self.ctx.get::<Compaction>()
+    }
+
     /// Resolves once `agent` is idle and owns no live background subagent, so a headless run's
     /// final answer includes what its background children reported.
     pub async fn when_quiet(&self, agent: &dsh_agent::AgentRef) {
@@ -309,6 +352,7 @@ impl Composed {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
         self.hooks.dispose().await;
+        self.compaction.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

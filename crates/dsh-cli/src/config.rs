@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
+use dsh_llm::ModelCatalog;
 use serde::Deserialize;
 
 mod empty;
+pub mod models;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,6 +142,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// Model facts: the built-in catalog with the file's `[models."ID"]` overrides.
+    pub catalog: ModelCatalog,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
 }
@@ -153,6 +157,8 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    models: models::FileModels,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
 }
@@ -446,6 +452,7 @@ impl Settings {
             ),
             other => other.map(|n| Sourced::new(n.into_inner(), Source::File)),
         };
+        let catalog = models::catalog(file.models, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -456,6 +463,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            catalog,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
@@ -590,6 +598,8 @@ impl Settings {
                 &p.models.source,
             );
         }
+        let _ = writeln!(out);
+        out.push_str(&models::render(&self.catalog, &self.model.value));
         if !self.agents.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(

@@ -23,6 +23,7 @@ mod signals;
 mod sink;
 mod storage;
 mod tui;
+mod usage;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;

@@ -21,6 +21,7 @@ use crate::config::{Settings, process_env};
 use crate::render::{Mode, Renderer};
 use crate::signals::{Signals, Stop};
 use crate::sink::Sink;
+use crate::usage::UsageFields;
 
 /// How long a graceful stop may take (cancel and drain, then teardown) before dsh gives up on
 /// it and exits anyway.
@@ -129,7 +130,7 @@ impl Outcome {
     }
 }
 
-/// The final line of `--output-format stream-json`.
+/// The final line of `--output-format stream-json` (the only output of `json`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ResultLine<'a> {
@@ -139,17 +140,41 @@ struct ResultLine<'a> {
     exit_code: i32,
     reason: Option<&'a TurnEndReason>,
     text: &'a str,
+    /// What this run's provider calls reported.
+    usage: UsageFields,
+    /// What they cost, when every model's prices are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_usd: Option<f64>,
+    /// Wall time of the run.
+    duration_ms: u64,
+}
+
+/// What a run used, for the result line.
+#[derive(Default)]
+struct Spent {
+    usage: UsageFields,
+    cost_usd: Option<f64>,
+    duration_ms: u64,
 }
 
 /// Prints the final `result` line of stream-json. Also printed when the run fails before any
 /// turn (`reason: null`), so a consumer always finds the run's outcome as the last line.
-fn print_result_line(id: &SessionId, code: i32, reason: Option<&TurnEndReason>, text: &str) {
+fn print_result_line(
+    id: &SessionId,
+    code: i32,
+    reason: Option<&TurnEndReason>,
+    text: &str,
+    spent: Spent,
+) {
     let line = ResultLine {
         kind: "result",
         session_id: id.as_str(),
         exit_code: code,
         reason,
         text,
+        usage: spent.usage,
+        cost_usd: spent.cost_usd,
+        duration_ms: spent.duration_ms,
     };
     let mut stdout = std::io::stdout().lock();
     let written = match serde_json::to_string(&line) {
@@ -172,6 +197,15 @@ async fn drive(
     workspace: Workspace,
     mut signals: Signals,
 ) -> i32 {
+    let started = std::time::Instant::now();
+    let elapsed = || Spent {
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..Spent::default()
+    };
+    let machine = matches!(
+        args.output_format,
+        OutputFormat::StreamJson | OutputFormat::Json
+    );
     let cwd = workspace.dir;
     let id = match &args.resume {
         Some(id) => SessionId::new(id.as_str()),
@@ -190,7 +224,7 @@ async fn drive(
                 let _ = err.flush();
             },
         )),
-        OutputFormat::Text => None,
+        OutputFormat::Text | OutputFormat::Json => None,
     };
     let sink = match sink.transpose() {
         Ok(s) => s,
@@ -212,8 +246,8 @@ async fn drive(
             if let Some(sink) = sink {
                 sink.close();
             }
-            if args.output_format == OutputFormat::StreamJson {
-                print_result_line(&id, 1, None, "");
+            if machine {
+                print_result_line(&id, 1, None, "", elapsed());
             }
             eprintln!("dsh: {:#}", anyhow::Error::new(e));
             return 1;
@@ -238,8 +272,8 @@ async fn drive(
         if let Some(sink) = sink {
             sink.close();
         }
-        if args.output_format == OutputFormat::StreamJson {
-            print_result_line(&id, 1, None, "");
+        if machine {
+            print_result_line(&id, 1, None, "", elapsed());
         }
         eprintln!("dsh: {:#}", anyhow::Error::new(e));
         return 1;
@@ -268,14 +302,28 @@ async fn drive(
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{}", outcome.text).and_then(|()| stdout.flush());
         }
-        OutputFormat::StreamJson => {
-            print_result_line(&id, code, outcome.reason.as_ref(), &outcome.text);
+        OutputFormat::StreamJson | OutputFormat::Json => {
+            let events = agent.session().events();
+            let (usage, cost_usd) =
+                crate::usage::of(&events, first_seq, &composed.settings.catalog);
+            let spent = Spent {
+                usage,
+                cost_usd,
+                ..elapsed()
+            };
+            print_result_line(&id, code, outcome.reason.as_ref(), &outcome.text, spent);
         }
     }
     if let Some(TurnEndReason::Error { error }) = &outcome.reason {
         eprintln!("dsh: {error}");
     }
     if progress {
+        if let Some(compaction) = composed.compaction() {
+            let context = compaction.context_use(agent.session());
+            let line =
+                crate::usage::summary_line(agent.session(), &context, &composed.settings.catalog);
+            eprintln!("dsh: {line}");
+        }
         eprintln!("dsh: session {id}");
     }
     if tokio::time::timeout(DRAIN, handle.dispose()).await.is_err() {

@@ -73,14 +73,15 @@ impl AnthropicConfig {
 }
 
 /// Efforts mapped onto a thinking budget (see `request::thinking_budget`).
-pub(crate) const EFFORTS: [&str; 4] = ["off", "low", "medium", "high"];
+pub(crate) const EFFORTS: &[&str] = dsh_llm::catalog::ANTHROPIC_EFFORTS;
 
-fn claude(id: &str, name: &str, window: u64, max_out: u32) -> ModelInfo {
-    let mut m = ModelInfo::new(id);
-    m.name = name.to_owned();
+/// The facts of a Claude model from `facts` (the model catalog's, overrides included).
+pub fn claude_info(facts: &dsh_llm::ModelFacts) -> ModelInfo {
+    let mut m = ModelInfo::new(facts.id.clone());
+    m.name = facts.name.clone();
     m.input_modalities = vec!["text".to_owned(), "image".to_owned()];
-    m.context_window = Some(window);
-    m.default_max_tokens = Some(max_out);
+    m.context_window = Some(facts.context_window);
+    m.default_max_tokens = Some(facts.max_output_tokens);
     m.reasoning = Some(ReasoningInfo {
         efforts: EFFORTS.iter().map(|e| (*e).to_owned()).collect(),
         default_effort: None,
@@ -88,11 +89,11 @@ fn claude(id: &str, name: &str, window: u64, max_out: u32) -> ModelInfo {
     m
 }
 
-/// The main Claude models with their context windows and output ceilings.
+/// The main Claude models with their context windows and output ceilings: the model
+/// catalog's `anthropic` rows.
 pub fn anthropic_models() -> Vec<ModelInfo> {
-    vec![
-        claude("claude-sonnet-4-5", "Claude Sonnet 4.5", 200_000, 64_000),
-        claude("claude-opus-4-1", "Claude Opus 4.1", 200_000, 32_000),
-        claude("claude-haiku-4-5", "Claude Haiku 4.5", 200_000, 64_000),
-    ]
+    let catalog = dsh_llm::ModelCatalog::builtin();
+    dsh_llm::ModelCatalog::family("anthropic")
+        .map(|row| claude_info(&catalog.facts(row.id)))
+        .collect()
 }

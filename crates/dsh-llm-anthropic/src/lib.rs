@@ -21,6 +21,6 @@ mod wire;
 pub use adapter::AnthropicAdapter;
 pub use config::{
     ANTHROPIC_API_KEY_ENV, ANTHROPIC_BASE_URL_ENV, ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig,
-    anthropic_models,
+    anthropic_models, claude_info,
 };
 pub use translate::Translator;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use dsh_llm::ModelInfo;
+use dsh_llm::catalog::{DEEPSEEK_EFFORTS, ModelCatalog};
 use dsh_llm::retry::RetryPolicy;
 
 use crate::secret::ApiKeySource;
@@ -40,12 +41,11 @@ pub struct OpenAiAdapterConfig {
     pub base_url: String,
     /// Where the API key comes from.
     pub api_key: ApiKeySource,
-    /// Advertised catalog; ids not listed are still accepted with defaults.
-    pub models: Vec<ModelInfo>,
-    /// Context window of models that do not state one.
-    pub default_context_window: Option<u64>,
-    /// Output ceiling of models that do not state one.
-    pub default_max_tokens: Option<u32>,
+    /// Advertised model ids; ids not listed are still accepted.
+    pub models: Vec<String>,
+    /// Where every model's window, output ceiling and efforts come from (the one catalog
+    /// compaction and the cost display read too).
+    pub catalog: ModelCatalog,
     /// Effort used when the caller names none (DeepSeek: `high`).
     pub default_effort: Option<String>,
     /// DeepSeek deployment thinking switch.
@@ -71,8 +71,6 @@ pub const DEEPSEEK_DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 << 20;
 
-/// Efforts DeepSeek's thinking models accept.
-pub(crate) const DEEPSEEK_EFFORTS: [&str; 4] = ["off", "low", "high", "max"];
 /// Efforts OpenAI-style reasoning models accept.
 pub(crate) const OPENAI_EFFORTS: [&str; 3] = ["low", "medium", "high"];
 
@@ -84,9 +82,10 @@ impl OpenAiAdapterConfig {
             route: "deepseek".to_owned(),
             base_url: base_url.into(),
             api_key,
-            models: deepseek_models(),
-            default_context_window: Some(1_000_000),
-            default_max_tokens: Some(256_000),
+            models: ModelCatalog::family("deepseek")
+                .map(|r| r.id.to_owned())
+                .collect(),
+            catalog: ModelCatalog::builtin(),
             default_effort: Some("high".to_owned()),
             thinking: ThinkingMode::Enabled,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -128,8 +127,7 @@ impl OpenAiAdapterConfig {
             base_url: base_url.into(),
             api_key,
             models: Vec::new(),
-            default_context_window: None,
-            default_max_tokens: None,
+            catalog: ModelCatalog::builtin(),
             default_effort: None,
             thinking: ThinkingMode::Enabled,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -156,38 +154,54 @@ impl OpenAiAdapterConfig {
         self
     }
 
-    /// The facts of every catalog model, as [`model_info`](Self::model_info) gives them: what
-    /// an adapter lists for its route.
-    pub fn model_infos(&self) -> Vec<ModelInfo> {
-        self.models.iter().map(|m| self.model_info(&m.id)).collect()
+    /// Uses `catalog` for model facts (the user's `[models."ID"]` overrides included).
+    pub fn with_catalog(mut self, catalog: ModelCatalog) -> Self {
+        self.catalog = catalog;
+        self
     }
 
-    /// The facts for `model`: the catalog entry, or defaults for an unlisted id, with the
-    /// route's defaults filled in and the deployment's thinking switch applied.
+    /// The facts of every advertised model, as [`model_info`](Self::model_info) gives them:
+    /// what an adapter lists for its route.
+    pub fn model_infos(&self) -> Vec<ModelInfo> {
+        self.models.iter().map(|id| self.model_info(id)).collect()
+    }
+
+    /// The facts for `model` from the catalog (conservative defaults for an id nobody
+    /// described), with the dialect's efforts for ids the catalog has no row for and the
+    /// deployment's thinking switch applied.
     pub fn model_info(&self, model: &str) -> ModelInfo {
-        let mut info = match self.models.iter().find(|m| m.id == model) {
-            Some(listed) => listed.clone(),
-            None => {
-                let mut info = ModelInfo::new(model);
-                info.reasoning = match self.kind {
-                    ProviderKind::Deepseek => {
+        let facts = self.catalog.facts(model);
+        let mut info = ModelInfo::new(model)
+            .with_context_window(facts.context_window)
+            .with_default_max_tokens(facts.max_output_tokens);
+        info.name = facts.name;
+        info.reasoning = if ModelCatalog::row(model).is_some() {
+            (!facts.efforts.is_empty())
+                .then(|| {
+                    ModelInfo::new(model)
+                        .with_reasoning(facts.efforts.iter().map(String::as_str), None)
+                        .reasoning
+                })
+                .flatten()
+        } else {
+            match self.kind {
+                ProviderKind::Deepseek => {
+                    ModelInfo::new(model)
+                        .with_reasoning(
+                            DEEPSEEK_EFFORTS.iter().copied(),
+                            self.default_effort.as_deref(),
+                        )
+                        .reasoning
+                }
+                ProviderKind::OpenAiCompatible => {
+                    self.default_effort.as_deref().and_then(|effort| {
                         ModelInfo::new(model)
-                            .with_reasoning(DEEPSEEK_EFFORTS, self.default_effort.as_deref())
+                            .with_reasoning(OPENAI_EFFORTS, Some(effort))
                             .reasoning
-                    }
-                    ProviderKind::OpenAiCompatible => {
-                        self.default_effort.as_deref().and_then(|effort| {
-                            ModelInfo::new(model)
-                                .with_reasoning(OPENAI_EFFORTS, Some(effort))
-                                .reasoning
-                        })
-                    }
-                };
-                info
+                    })
+                }
             }
         };
-        info.context_window = info.context_window.or(self.default_context_window);
-        info.default_max_tokens = info.default_max_tokens.or(self.default_max_tokens);
         if let Some(reasoning) = &mut info.reasoning {
             if self.kind == ProviderKind::Deepseek && self.thinking == ThinkingMode::Disabled {
                 reasoning.efforts = vec!["off".to_owned()];
@@ -201,42 +215,26 @@ impl OpenAiAdapterConfig {
     }
 }
 
-/// DeepSeek's catalog: the V4 thinking models (1M context, efforts off/low/high/max) and the
-/// legacy aliases (128k context, no effort setting).
-fn deepseek_models() -> Vec<ModelInfo> {
-    let v4 = |id: &str, name: &str| {
-        let mut m = ModelInfo::new(id)
-            .with_context_window(1_000_000)
-            .with_reasoning(DEEPSEEK_EFFORTS, None);
-        m.name = name.to_owned();
-        m
-    };
-    let legacy = |id: &str, name: &str, max: u32| {
-        let mut m = ModelInfo::new(id)
-            .with_context_window(128_000)
-            .with_default_max_tokens(max);
-        m.name = name.to_owned();
-        m
-    };
-    vec![
-        v4("deepseek-v4-flash", "DeepSeek V4 Flash"),
-        v4("deepseek-v4-pro", "DeepSeek V4 Pro"),
-        legacy("deepseek-chat", "DeepSeek Chat", 8_192),
-        legacy("deepseek-reasoner", "DeepSeek Reasoner", 65_536),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
 
     #[test]
-    fn unlisted_models_resolve_with_route_defaults() {
+    fn unlisted_models_resolve_with_conservative_catalog_defaults() {
         let c = OpenAiAdapterConfig::deepseek("http://x", ApiKeySource::NotRequired);
         let m = c.model_info("deepseek-v9");
-        assert_eq!(m.context_window, Some(1_000_000));
-        assert_eq!(m.default_max_tokens, Some(256_000));
+        assert_eq!(
+            m.context_window,
+            Some(dsh_llm::catalog::DEFAULT_CONTEXT_WINDOW)
+        );
+        assert_eq!(
+            m.default_max_tokens,
+            Some(dsh_llm::catalog::DEFAULT_MAX_OUTPUT_TOKENS)
+        );
+        let listed = c.model_info("deepseek-v4-flash");
+        assert_eq!(listed.context_window, Some(1_000_000));
+        assert_eq!(listed.default_max_tokens, Some(256_000));
         let r = m.reasoning.unwrap();
         assert_eq!(r.efforts, ["off", "low", "high", "max"]);
         assert_eq!(r.default_effort.as_deref(), Some("high"));

@@ -28,6 +28,10 @@ const CONTEXT_WORDING: &[&str] = &[
     "exceeds context",
     "exceeds the context",
     "context window",
+    // llama.cpp's server: "the request exceeds the available context size", type
+    // `exceed_context_size_error`.
+    "exceeds the available context size",
+    "exceed_context_size",
 ];
 
 /// The failure code for an error with HTTP `status` (absent mid-stream) and `text` (message,
@@ -225,6 +229,27 @@ mod tests {
         ];
         for (status, text, code) in cases {
             assert_eq!(&classify(*status, text), code, "{status:?} {text}");
+        }
+    }
+
+    #[test]
+    fn every_listed_context_length_error_is_context_window_exceeded() {
+        for text in [
+            // DeepSeek, OpenAI and vLLM.
+            "This model's maximum context length is 131072 tokens. However, you requested 140000",
+            "context_length_exceeded",
+            // Anthropic-style.
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            // llama.cpp's server (message and error type).
+            "request (40000 tokens) exceeds the available context size (32768 tokens), try \
+             increasing it",
+            "exceed_context_size_error",
+        ] {
+            assert_eq!(
+                classify(Some(400), text),
+                FailureCode::ContextWindowExceeded,
+                "{text}"
+            );
         }
     }
 

@@ -17,27 +17,12 @@ use crate::driver::{SseRequest, endpoint_url, http_client, stream_sse};
 use crate::http_error::failure_from_response;
 use crate::responses::{ResponsesTranslator, build_body};
 
-/// OpenAI's main models with their context windows, output ceilings and reasoning efforts:
-/// the catalog a `kind = "openai-responses"` provider starts from.
-pub fn openai_models() -> Vec<ModelInfo> {
-    let model = |id: &str, window: u64, max_out: u32, reasoning: bool| {
-        let mut m = ModelInfo::new(id);
-        m.context_window = Some(window);
-        m.default_max_tokens = Some(max_out);
-        if reasoning {
-            m.reasoning = Some(dsh_llm::ReasoningInfo {
-                efforts: ["off", "low", "medium", "high"].map(str::to_owned).to_vec(),
-                default_effort: None,
-            });
-        }
-        m
-    };
-    vec![
-        model("gpt-5", 400_000, 128_000, true),
-        model("gpt-5-mini", 400_000, 128_000, true),
-        model("o4-mini", 200_000, 100_000, true),
-        model("gpt-4.1", 1_047_576, 32_768, false),
-    ]
+/// OpenAI's main models (their windows, output ceilings, efforts and prices are the model
+/// catalog's `openai` rows): the ids a `kind = "openai-responses"` provider lists.
+pub fn openai_models() -> Vec<String> {
+    dsh_llm::ModelCatalog::family("openai")
+        .map(|row| row.id.to_owned())
+        .collect()
 }
 
 /// An adapter for OpenAI's Responses API (`kind = "openai-responses"`).

@@ -35,7 +35,7 @@ async fn prepare_call_materializes_deepseek_defaults_into_the_wire_request() {
 }
 
 #[tokio::test]
-async fn unlisted_model_ids_are_accepted_with_defaults() {
+async fn unlisted_model_ids_are_accepted_with_the_catalogs_conservative_defaults() {
     let server = MockServer::start();
     server.push(MockResponse::text("ok"));
     let llm = deepseek(&server);
@@ -46,7 +46,15 @@ async fn unlisted_model_ids_are_accepted_with_defaults() {
         )
         .await
         .unwrap();
-    assert_eq!(prepared.context_window, Some(1_000_000));
+    // Nobody described this id: the catalog's conservative window and output ceiling apply.
+    assert_eq!(
+        prepared.context_window,
+        Some(dsh_llm::catalog::DEFAULT_CONTEXT_WINDOW)
+    );
+    assert_eq!(
+        prepared.config.max_tokens,
+        Some(dsh_llm::catalog::DEFAULT_MAX_OUTPUT_TOKENS)
+    );
     let config = prepared.config.clone();
     let chunks = collect(prepared.stream(GenerateOptions::new(config))).await;
     assert_eq!(finish(&chunks), FinishReason::Stop);

@@ -11,6 +11,7 @@
 
 mod adapter;
 mod assembler;
+pub mod catalog;
 mod config;
 mod credential;
 mod error;
@@ -22,6 +23,7 @@ mod runtime;
 
 pub use adapter::{Adapter, ChunkStream, LlmStream};
 pub use assembler::BlockAssembler;
+pub use catalog::{ModelCatalog, ModelFacts, ModelOverride, ModelPrice};
 pub use config::{AdapterDefaults, GenerateOptions, LlmCallConfig, Purpose, ToolSchema};
 pub use credential::{USER_AGENT, normalize_api_key};
 pub use error::{BoxError, LlmError};

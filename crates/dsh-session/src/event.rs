@@ -412,6 +412,18 @@ impl EventKind {
         )
     }
 
+    /// The message this event shows the model when it is a surface node: a `user/message`,
+    /// a non-empty `assistant/message` or a `tool/result` (an empty assistant message is a
+    /// completion anchor the model never sees).
+    pub fn surface_message(&self) -> Option<&Arc<Message>> {
+        match self {
+            Self::UserMessage(m) => Some(m),
+            Self::AssistantMessage(a) if !a.message.is_empty() => Some(&a.message),
+            Self::ToolResult(r) => Some(&r.message),
+            _ => None,
+        }
+    }
+
     /// Whether the type is known to this version (core or a listed plugin type).
     pub fn is_known(&self) -> bool {
         match self {

@@ -27,12 +27,7 @@ pub(crate) struct Surface {
 
 /// The message a surface event projects to, if any.
 pub(crate) fn project(kind: &EventKind) -> Option<&Arc<Message>> {
-    match kind {
-        EventKind::UserMessage(m) => Some(m),
-        EventKind::AssistantMessage(a) if !a.message.is_empty() => Some(&a.message),
-        EventKind::ToolResult(r) => Some(&r.message),
-        _ => None,
-    }
+    kind.surface_message()
 }
 
 impl Surface {

@@ -56,8 +56,12 @@ impl MockRequest {
     }
 }
 
+/// Answers a request from what it carries, once the queued responses are used up.
+pub type MockResponder = Arc<dyn Fn(&MockRequest) -> MockResponse + Send + Sync>;
+
 struct Shared {
     responses: Mutex<VecDeque<MockResponse>>,
+    responder: Mutex<Option<MockResponder>>,
     requests: Mutex<Vec<MockRequest>>,
     violations: Mutex<Vec<String>>,
     received: watch::Sender<usize>,
@@ -112,6 +116,7 @@ impl MockServer {
         };
         let shared = Arc::new(Shared {
             responses: Mutex::new(VecDeque::new()),
+            responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             violations: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
@@ -154,6 +159,16 @@ impl MockServer {
     /// Queues a response for a later request.
     pub fn push(&self, response: MockResponse) -> &Self {
         self.shared.responses.lock().push_back(response);
+        self
+    }
+
+    /// Answers requests with `responder` once the queued responses are used up (for loops
+    /// whose request order depends on the client, e.g. interleaved compaction calls).
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static,
+    ) -> &Self {
+        *self.shared.responder.lock() = Some(Arc::new(responder));
         self
     }
 
@@ -310,7 +325,9 @@ impl Shared {
             self.violations.lock().extend(violations);
             return fixed_error(400, &message);
         }
-        match self.responses.lock().pop_front() {
+        let queued = self.responses.lock().pop_front();
+        let responder = self.responder.lock().clone();
+        match queued.or_else(|| responder.map(|r| r(&request))) {
             Some(response) => response,
             None => fixed_error(
                 500,

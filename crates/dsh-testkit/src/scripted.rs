@@ -35,6 +35,10 @@ pub struct ScriptedRequest {
     pub purpose: Purpose,
 }
 
+/// Answers a request from what it carries (for loops whose request order depends on the
+/// harness, e.g. when compaction interleaves summary calls).
+pub type Responder = Arc<dyn Fn(&ScriptedRequest) -> Script + Send + Sync>;
+
 /// An [`Adapter`] that answers each request with the next queued [`Script`].
 ///
 /// It records every request and checks each one for provider validity (every tool call in the
@@ -47,6 +51,7 @@ pub struct ScriptedAdapter {
     violations: Mutex<Vec<String>>,
     model: Mutex<ModelInfo>,
     retry_policy: Mutex<Option<RetryPolicy>>,
+    responder: Mutex<Option<Responder>>,
     seen: watch::Sender<usize>,
 }
 
@@ -77,6 +82,7 @@ impl ScriptedAdapter {
             violations: Mutex::new(Vec::new()),
             model: Mutex::new(ModelInfo::new("scripted").with_context_window(128_000)),
             retry_policy: Mutex::new(Some(RetryPolicy::default())),
+            responder: Mutex::new(None),
             seen: watch::Sender::new(0),
         }
     }
@@ -91,6 +97,15 @@ impl ScriptedAdapter {
     /// Queues a script for a later request.
     pub fn push(&self, script: Script) -> &Self {
         self.scripts.lock().push_back(script);
+        self
+    }
+
+    /// Answers requests with `responder` once the queued scripts are used up.
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&ScriptedRequest) -> Script + Send + Sync + 'static,
+    ) -> &Self {
+        *self.responder.lock() = Some(Arc::new(responder));
         self
     }
 
@@ -214,16 +229,17 @@ impl Adapter for ScriptedAdapter {
     }
 
     fn stream(&self, options: GenerateOptions) -> ChunkStream {
+        let request = ScriptedRequest {
+            config: options.config.clone(),
+            messages: options.messages.clone(),
+            system: options.system.clone(),
+            tools: options.tools.clone(),
+            session_id: options.session_id.clone(),
+            purpose: options.purpose,
+        };
         let n = {
             let mut requests = self.requests.lock();
-            requests.push(ScriptedRequest {
-                config: options.config.clone(),
-                messages: options.messages.clone(),
-                system: options.system.clone(),
-                tools: options.tools.clone(),
-                session_id: options.session_id.clone(),
-                purpose: options.purpose,
-            });
+            requests.push(request.clone());
             requests.len()
         };
         self.seen.send_replace(n);
@@ -237,7 +253,9 @@ impl Adapter for ScriptedAdapter {
             let failure = LlmFailure::new(FailureCode::InvalidRequest, message);
             return futures::stream::iter([Err(failure)]).boxed();
         }
-        let Some(script) = self.scripts.lock().pop_front() else {
+        let queued = self.scripts.lock().pop_front();
+        let responder = self.responder.lock().clone();
+        let Some(script) = queued.or_else(|| responder.map(|r| r(&request))) else {
             let failure = LlmFailure::new(
                 FailureCode::Unknown,
                 format!(

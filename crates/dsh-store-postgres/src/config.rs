@@ -73,3 +73,36 @@ impl PostgresConfig {
         Ok(self.with_password(value.as_encoded_bytes()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_password() {
+        let config = PostgresConfig::from_url("postgres://dsh:url-secret@db.example/sessions")
+            .unwrap()
+            .with_password("env-secret");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn a_missing_password_variable_is_named() {
+        let err = PostgresConfig::from_url("postgres://dsh@localhost/s")
+            .unwrap()
+            .with_password_from_env("DSH_TEST_NO_SUCH_PASSWORD_VAR")
+            .unwrap_err();
+        assert!(err.to_string().contains("DSH_TEST_NO_SUCH_PASSWORD_VAR"));
+    }
+
+    #[test]
+    fn a_bad_url_is_refused_without_echoing_it() {
+        let err =
+            PostgresConfig::from_url("postgres://dsh:pw-secret@host:notaport/db").unwrap_err();
+        assert!(!err.to_string().contains("pw-secret"), "{err}");
+    }
+}

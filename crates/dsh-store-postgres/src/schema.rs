@@ -48,29 +48,23 @@ pub const MIGRATIONS: &[&str] = &[
 
 /// Brings the schema up to date; safe to call from many processes at once.
 pub async fn migrate(client: &mut Client) -> Result<(), PersistenceError> {
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS dsh_schema_migrations (
-                version    integer PRIMARY KEY,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )",
-        )
-        .await
-        .or_else(|e| {
-            // Two processes creating the table at once: one loses the race on the catalog.
-            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-                Ok(())
-            } else {
-                Err(db("creating the schema migrations table")(e))
-            }
-        })?;
     let tx = client
         .transaction()
         .await
         .map_err(db("starting the schema migration"))?;
+    // Taken before anything is created: concurrent `CREATE TABLE IF NOT EXISTS` still races on
+    // the catalog, so migrators queue here instead.
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .map_err(db("waiting for other schema migrators"))?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS dsh_schema_migrations (
+            version    integer PRIMARY KEY,
+            applied_at timestamptz NOT NULL DEFAULT now()
+        )",
+    )
+    .await
+    .map_err(db("creating the schema migrations table"))?;
     let row = tx
         .query_one(
             "SELECT COALESCE(max(version), 0) FROM dsh_schema_migrations",

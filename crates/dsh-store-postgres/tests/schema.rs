@@ -1,0 +1,67 @@
+//! PostgreSQL-only behaviour: migrations and the lease's life.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use dsh_session::Persistence;
+use dsh_store_postgres::{PostgresStore, schema};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_apply_once_even_when_many_processes_start_together() {
+    let (db, config) = common::cluster::fresh_db().await;
+    let stores: Vec<_> = (0..6).map(|_| PostgresStore::new(config.clone())).collect();
+    let runs: Vec<_> = stores
+        .iter()
+        .map(|s| {
+            let s = s.clone();
+            tokio::spawn(async move { s.list().await })
+        })
+        .collect();
+    for r in runs {
+        assert!(common::bounded(r).await.unwrap().unwrap().is_empty());
+    }
+    // A later start finds the schema current and changes nothing.
+    common::bounded(PostgresStore::new(config).list())
+        .await
+        .unwrap();
+    let client = common::cluster::admin_connect(&common::cluster::cluster().url(&db))
+        .await
+        .unwrap();
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM dsh_schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        versions,
+        (1..=schema::MIGRATIONS.len() as i32).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_from_a_newer_dsh_is_refused() {
+    let (db, config) = common::cluster::fresh_db().await;
+    common::bounded(PostgresStore::new(config.clone()).list())
+        .await
+        .unwrap();
+    let client = common::cluster::admin_connect(&common::cluster::cluster().url(&db))
+        .await
+        .unwrap();
+    client
+        .execute(
+            "INSERT INTO dsh_schema_migrations (version) VALUES (999)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let err = common::bounded(PostgresStore::new(config).list())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("newer than this dsh"), "{err}");
+}

@@ -264,29 +264,38 @@ impl Writer {
     }
 
     /// One transaction committing everything the session holds beyond the committed count.
+    /// A connection found broken (the server restarted, a proxy dropped it) is replaced once
+    /// and the batch retried: the count read back on reconnect says whether it had landed, so
+    /// the retry neither loses nor duplicates it.
     async fn write(
         &self,
         store: &PostgresStore,
         conn: &mut Option<Client>,
     ) -> Result<(), PersistenceError> {
-        let client = self.leased(store, conn).await?;
-        let from = self.persisted.load(Ordering::Acquire);
-        let events = self.session.events_from(from);
-        if events.is_empty() {
-            return Ok(());
-        }
-        match batch::commit(client, self.session.header(), &events, from).await {
-            Ok(()) => {
-                self.persisted
-                    .store(from + events.len() as u64, Ordering::Release);
-                Ok(())
+        let mut retried = false;
+        loop {
+            let client = self.leased(store, conn).await?;
+            let from = self.persisted.load(Ordering::Acquire);
+            let events = self.session.events_from(from);
+            if events.is_empty() {
+                return Ok(());
             }
-            Err(e) => {
-                if client.is_closed() {
-                    // Whether the commit landed is learnt from the count on reconnect.
-                    *conn = None;
+            match batch::commit(client, self.session.header(), &events, from).await {
+                Ok(()) => {
+                    self.persisted
+                        .store(from + events.len() as u64, Ordering::Release);
+                    return Ok(());
                 }
-                Err(e)
+                Err(e) if client.is_closed() => {
+                    // Dropping the connection gave up the lease too; `leased` takes it again.
+                    *conn = None;
+                    if retried {
+                        return Err(e);
+                    }
+                    tracing::warn!(session = %self.id(), error = %e, "session database connection lost; reconnecting");
+                    retried = true;
+                }
+                Err(e) => return Err(e),
             }
         }
     }

@@ -65,3 +65,39 @@ async fn a_database_from_a_newer_dsh_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("newer than this dsh"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_whose_connection_is_cut_reconnects_without_losing_or_duplicating() {
+    let storage = common::Storage::postgres().await;
+    let common::Storage::Postgres { db, .. } = &storage else {
+        unreachable!()
+    };
+    let a = storage.mount().await;
+    let (s, detach) = a.live("cut", Some("/work/p"));
+    common::jsonl::complete_turn(&s, true);
+    a.flush(&s).await;
+    // What a server restart or a dropped proxy does to the writer's connection (and lease).
+    let admin = common::cluster::admin_connect(&common::cluster::cluster().url("postgres"))
+        .await
+        .unwrap();
+    let cut = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&db.as_str()],
+        )
+        .await
+        .unwrap();
+    assert!(cut >= 1, "the writer had no connection to cut");
+    common::jsonl::complete_turn(&s, true);
+    a.flush(&s).await;
+    drop(detach);
+    common::bounded(a.close()).await.unwrap();
+
+    let b = storage.mount().await;
+    let stored = common::bounded(b.store().load(s.id())).await.unwrap();
+    assert_eq!(
+        common::lines(&stored.events),
+        common::arc_lines(&s.events())
+    );
+}

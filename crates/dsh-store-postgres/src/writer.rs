@@ -286,7 +286,9 @@ impl Writer {
                         .store(from + events.len() as u64, Ordering::Release);
                     return Ok(());
                 }
-                Err(e) if client.is_closed() => {
+                // The server's goodbye (a FATAL after `pg_terminate_backend` or a restart) can
+                // fail a statement before the driver marks the client closed: a probe decides.
+                Err(e) if client.is_closed() || client.batch_execute("SELECT 1").await.is_err() => {
                     // Dropping the connection gave up the lease too; `leased` takes it again.
                     *conn = None;
                     if retried {

@@ -1,4 +1,4 @@
-//! PostgreSQL-only behaviour: migrations and the lease's life.
+//! PostgreSQL-only behaviour: migrations, reconnecting after a cut connection, listing filters, reading a session live elsewhere.
 
 #![allow(clippy::unwrap_used)]
 
@@ -100,4 +100,81 @@ async fn a_writer_whose_connection_is_cut_reconnects_without_losing_or_duplicati
         common::lines(&stored.events),
         common::arc_lines(&s.events())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_filters_by_project_and_origin_across_machines() {
+    let storage = common::Storage::postgres().await;
+    let a = storage.mount().await;
+    for (id, cwd) in [
+        ("p1-a", "/work/one"),
+        ("p1-b", "/work/one"),
+        ("p2-a", "/work/two"),
+    ] {
+        let (s, _detach) = a.live(id, Some(cwd));
+        common::jsonl::complete_turn(&s, false);
+        a.flush(&s).await;
+    }
+    let sub = a
+        .sessions
+        .prepare(
+            Some(dsh_session::SessionId::new("p1-sub")),
+            dsh_session::SessionMeta {
+                cwd: Some("/work/one".into()),
+                origin: Some(dsh_session::SessionOrigin::Subagent),
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap();
+    let (sub, _detach) = a.publish(sub);
+    common::jsonl::complete_turn(&sub, false);
+    a.flush(&sub).await;
+
+    let b = storage.mount().await;
+    let common::Backend::Postgres(store) = &b.backend else {
+        unreachable!()
+    };
+    let ids = |ls: Vec<dsh_session::SessionListing>| {
+        let mut ids: Vec<_> = ls.into_iter().map(|l| l.header.id.to_string()).collect();
+        ids.sort();
+        ids
+    };
+    let one = common::bounded(store.listings_where(Some("/work/one"), None))
+        .await
+        .unwrap();
+    assert_eq!(ids(one), ["p1-a", "p1-b", "p1-sub"]);
+    let top = common::bounded(store.listings_where(Some("/work/one"), Some("")))
+        .await
+        .unwrap();
+    assert_eq!(ids(top), ["p1-a", "p1-b"]);
+    let subs = common::bounded(store.listings_where(None, Some("subagent")))
+        .await
+        .unwrap();
+    assert_eq!(ids(subs), ["p1-sub"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_live_elsewhere_can_be_read_as_it_stands_without_repair() {
+    let storage = common::Storage::postgres().await;
+    let a = storage.mount().await;
+    let (s, _detach) = a.live("watched", Some("/work/p"));
+    common::jsonl::complete_turn(&s, false);
+    common::jsonl::open_turn(&s, 2, true);
+    a.flush(&s).await;
+
+    let b = storage.mount().await;
+    let common::Backend::Postgres(store) = &b.backend else {
+        unreachable!()
+    };
+    let seen = common::bounded(store.read(s.id())).await.unwrap();
+    assert_eq!(common::lines(&seen.events), common::arc_lines(&s.events()));
+    let summary = common::bounded(b.store().summary(s.id())).await.unwrap();
+    assert!(
+        summary.needs_repair,
+        "the live writer's open turn was closed"
+    );
+    // The live writer goes on undisturbed.
+    common::jsonl::finish_turn(&s, 2, true);
+    a.flush(&s).await;
 }

@@ -8,7 +8,12 @@ pub(crate) fn db(
 ) -> impl FnOnce(tokio_postgres::Error) -> PersistenceError {
     let context = context.into();
     move |e| PersistenceError::Io {
-        context,
+        // The driver's own text for a server error is just "db error"; the server's message
+        // ("too many clients", "disk full") is what a person needs.
+        context: match e.as_db_error() {
+            Some(server) => format!("{context}: {}", server.message()),
+            None => context,
+        },
         source: std::io::Error::other(e),
     }
 }

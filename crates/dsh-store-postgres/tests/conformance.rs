@@ -18,7 +18,7 @@ async fn two_turns(m: &common::Mounted, id: &str, cwd: &str) -> Arc<Session> {
     complete_turn(&s, false);
     complete_turn(&s, true);
     m.flush(&s).await;
-    drop(detach);
+    detach.detach();
     s
 }
 
@@ -68,7 +68,7 @@ async fn a_resumed_session_continues_the_seq_numbering(storage: Storage) {
     assert_eq!(r.first_live_seq(), s.len());
     complete_turn(&r, false);
     b.flush(&r).await;
-    drop(detach);
+    detach.detach();
     bounded(b.close()).await.unwrap();
 
     let c = storage.mount().await;
@@ -135,7 +135,7 @@ async fn listing_shows_stored_sessions_with_their_first_prompt(storage: Storage)
 
 async fn a_session_live_in_another_process_is_refused_with_the_writer_error(storage: Storage) {
     let a = storage.mount().await;
-    let (s, _detach) = a.live("contended", Some("/work/p"));
+    let (s, detach) = a.live("contended", Some("/work/p"));
     complete_turn(&s, false);
     a.flush(&s).await;
 
@@ -149,8 +149,8 @@ async fn a_session_live_in_another_process_is_refused_with_the_writer_error(stor
     // The live writer is unharmed and keeps writing.
     complete_turn(&s, false);
     a.flush(&s).await;
-    drop(_detach);
-    bounded(a.close()).await.unwrap();
+    // Closing the session (no store shutdown) gives its writer lease up.
+    detach.detach();
     let stored = bounded(b.store().load(s.id())).await.unwrap();
     assert_eq!(lines(&stored.events), arc_lines(&s.events()));
 }

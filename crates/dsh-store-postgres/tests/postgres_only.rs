@@ -91,7 +91,7 @@ async fn a_writer_whose_connection_is_cut_reconnects_without_losing_or_duplicati
     assert!(cut >= 1, "the writer had no connection to cut");
     common::jsonl::complete_turn(&s, true);
     a.flush(&s).await;
-    drop(detach);
+    detach.detach();
     common::bounded(a.close()).await.unwrap();
 
     let b = storage.mount().await;

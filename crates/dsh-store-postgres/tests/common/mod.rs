@@ -117,7 +117,7 @@ impl Storage {
                     .unwrap();
                 let (copy, detach) = m.publish(copy);
                 bounded(m.sessions.flush(&copy)).await.unwrap();
-                drop(detach);
+                detach.detach();
                 bounded(m.close()).await.unwrap();
             }
         }

@@ -8,12 +8,13 @@
 
 use std::sync::Arc;
 
-use dsh_session::{
-    EventKind, MessageSource, PersistenceError, SessionEvent, SessionHeader, now_ms,
-};
+use dsh_session::{EventKind, MessageSource, PersistenceError, SessionEvent, SessionHeader};
 use tokio_postgres::Client;
 
 use crate::error::{db, diverged};
+
+// `updated_at` is the server's clock, not the writer's: sessions from many machines are ordered
+// by last activity, and their clocks disagree.
 
 /// Columns derived from a batch for the session row (cheap listing facts).
 #[derive(Default)]
@@ -97,7 +98,6 @@ pub(crate) async fn commit(
         facts,
     } = encode(events).map_err(encoding)?;
     let new_count = (expected + events.len() as u64) as i64;
-    let now = now_ms() as i64;
     let tx = client
         .transaction()
         .await
@@ -120,7 +120,7 @@ pub(crate) async fn commit(
         tx.execute(
             "INSERT INTO dsh_sessions (id, project_key, cwd, header, header_text, origin, parent,
                  created_at, updated_at, title, first_prompt, turns, event_count, bytes)
-             VALUES ($1, $2, $3, $4::text::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             VALUES ($1, $2, $3, $4::text::jsonb, $4, $5, $6, $7, (extract(epoch FROM clock_timestamp()) * 1000)::int8, $8, $9, $10, $11, $12)
              ON CONFLICT (id) DO NOTHING",
             &[
                 &id.as_str(),
@@ -130,7 +130,6 @@ pub(crate) async fn commit(
                 &origin,
                 &parent,
                 &(header.created_at as i64),
-                &now,
                 &facts.title,
                 &facts.first_prompt,
                 &facts.turns,
@@ -142,15 +141,14 @@ pub(crate) async fn commit(
         .map_err(db(format!("creating session \"{id}\"")))?
     } else {
         tx.execute(
-            "UPDATE dsh_sessions SET event_count = $3, updated_at = GREATEST(updated_at, $4),
-                 title = COALESCE($5, title), first_prompt = COALESCE(first_prompt, $6),
-                 turns = turns + $7, bytes = bytes + $8
+            "UPDATE dsh_sessions SET event_count = $3, updated_at = GREATEST(updated_at, (extract(epoch FROM clock_timestamp()) * 1000)::int8),
+                 title = COALESCE($4, title), first_prompt = COALESCE(first_prompt, $5),
+                 turns = turns + $6, bytes = bytes + $7
              WHERE id = $1 AND event_count = $2",
             &[
                 &id.as_str(),
                 &(expected as i64),
                 &new_count,
-                &now,
                 &facts.title,
                 &facts.first_prompt,
                 &facts.turns,

@@ -1,6 +1,7 @@
 //! One throwaway PostgreSQL cluster per test binary, and a fresh database per test.
 //!
-//! The cluster runs as the `postgres` user (initdb refuses root) in a new temp directory,
+//! The cluster runs as the `postgres` user when the tests run as root (initdb refuses root;
+//! `runuser` switches), else as the current user, in a new temp directory,
 //! listening on 127.0.0.1 at a free port with its socket in that directory. It is supervised by
 //! a shell that holds the read end of a pipe whose write end lives in this process: when the
 //! test binary exits (however it exits) the pipe closes, the shell stops the server with a fast
@@ -45,6 +46,25 @@ fn run(cmd: &mut Command) {
     );
 }
 
+/// Whether this process runs as root, where initdb refuses to run and `runuser` is needed.
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+/// `program` run as the `postgres` user when this process is root, else as this user.
+fn as_server_user(program: &str) -> Command {
+    if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--", program]);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
 fn start() -> Cluster {
     let dir = std::env::temp_dir().join(format!(
         "dsh-pg-{}-{}",
@@ -55,11 +75,12 @@ fn start() -> Cluster {
             .as_nanos()
     ));
     std::fs::create_dir(&dir).unwrap();
-    run(Command::new("chown").arg("postgres:").arg(&dir));
+    if is_root() {
+        run(Command::new("chown").arg("postgres:").arg(&dir));
+    }
     let data = dir.join("data");
-    run(Command::new("timeout")
+    run(as_server_user("timeout")
         .arg("120")
-        .args(["runuser", "-u", "postgres", "--"])
         .arg(bin("initdb"))
         .arg("-D")
         .arg(&data)
@@ -89,8 +110,8 @@ fn start() -> Cluster {
         wait "$pid"
         rm -rf "$3"
     "#;
-    let mut child = Command::new("runuser")
-        .args(["-u", "postgres", "--", "sh", "-c", script, "supervisor"])
+    let mut child = as_server_user("sh")
+        .args(["-c", script, "supervisor"])
         .arg(bin("postgres"))
         .arg(&data)
         .arg(&dir)

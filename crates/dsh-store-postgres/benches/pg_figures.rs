@@ -64,6 +64,43 @@ async fn main() {
         median(flushes.clone()),
         flushes.iter().max().unwrap()
     );
+
+    // Follow latency: from the start of a flush in this "process" to the follower (its own
+    // store, as on another machine) holding the batch.
+    let f = sessions
+        .prepare(
+            Some(SessionId::new("followed")),
+            SessionMeta::default(),
+            None,
+        )
+        .unwrap();
+    let _fd = sessions.enter(&f, None).unwrap();
+    sessions.announce(&f).unwrap();
+    jsonl::complete_turn(&f, false);
+    sessions.flush(&f).await.unwrap();
+    let follower = PostgresStore::new(config.clone());
+    let mut rx = follower.follow(f.id(), 0).await.unwrap();
+    let mut got = 0;
+    while got < f.len() {
+        rx.recv().await.unwrap().unwrap();
+        got += 1;
+    }
+    let mut lags = Vec::new();
+    for _ in 0..50 {
+        jsonl::complete_turn(&f, true);
+        let t = Instant::now();
+        sessions.flush(&f).await.unwrap();
+        while got < f.len() {
+            rx.recv().await.unwrap().unwrap();
+            got += 1;
+        }
+        lags.push(t.elapsed());
+    }
+    println!(
+        "follow: flush start to follower holding the batch, median {:?}, max {:?} (50 batches)",
+        median(lags.clone()),
+        lags.iter().max().unwrap()
+    );
     store.close().await.unwrap();
 
     // Loading the long session (a second store, as another machine would).

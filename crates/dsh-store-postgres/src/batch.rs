@@ -12,6 +12,7 @@ use dsh_session::{EventKind, MessageSource, PersistenceError, SessionEvent, Sess
 use tokio_postgres::Client;
 
 use crate::error::{db, diverged};
+use crate::follow;
 
 // `updated_at` is the server's clock, not the writer's: sessions from many machines are ordered
 // by last activity, and their clocks disagree.
@@ -178,6 +179,13 @@ pub(crate) async fn commit(
     )
     .await
     .map_err(db(format!("writing events of session \"{id}\"")))?;
+    // Delivered to followers when (and only if) this transaction commits.
+    tx.execute(
+        "SELECT pg_notify($1, $2)",
+        &[&follow::CHANNEL, &id.as_str()],
+    )
+    .await
+    .map_err(db(format!("signalling events of session \"{id}\"")))?;
     tx.commit()
         .await
         .map_err(db(format!("committing events of session \"{id}\"")))

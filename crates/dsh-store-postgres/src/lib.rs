@@ -24,6 +24,7 @@
 mod batch;
 mod config;
 mod error;
+mod follow;
 mod lease;
 mod plugin;
 mod rows;
@@ -32,5 +33,6 @@ mod store;
 mod writer;
 
 pub use config::{ConfigError, PostgresConfig};
+pub use follow::Followed;
 pub use plugin::PostgresPersistencePlugin;
 pub use store::{DEFAULT_BATCH_WINDOW, PostgresStore};

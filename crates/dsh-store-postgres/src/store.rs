@@ -18,7 +18,7 @@ use tokio_postgres::Client;
 use crate::config::PostgresConfig;
 use crate::error::db;
 use crate::writer::Writer;
-use crate::{batch, lease, rows, schema};
+use crate::{batch, follow, lease, rows, schema};
 
 /// The default batching window, the same as the JSONL store's: a streamed response coalesces
 /// into a few transactions, and a crash without a checkpoint loses little.
@@ -209,6 +209,19 @@ impl PostgresStore {
         self.settle(id).await?;
         let client = self.connect().await?;
         Ok(rows::read_stored(&client, id).await?.0)
+    }
+
+    /// Follows a session from anywhere (`dsh sessions show --follow`): its committed events
+    /// from `from_seq` on, then each new batch as another process commits it, until the
+    /// receiver is dropped. Reads only; takes no lease.
+    pub async fn follow(
+        &self,
+        id: &SessionId,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<crate::Followed>, PersistenceError> {
+        // A connection first, so the schema exists before the follower queries it.
+        drop(self.connect().await?);
+        follow::follow(&self.config.inner, id.clone(), from_seq).await
     }
 
     /// Listing rows filtered by project key (the cwd), and origin (`"subagent"`, or `""` for

@@ -178,3 +178,30 @@ async fn a_session_live_elsewhere_can_be_read_as_it_stands_without_repair() {
     common::jsonl::finish_turn(&s, 2, true);
     a.flush(&s).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_sees_each_batch_another_process_commits() {
+    let storage = common::Storage::postgres().await;
+    let a = storage.mount().await;
+    let (s, detach) = a.live("followed", Some("/work/p"));
+    common::jsonl::complete_turn(&s, false);
+    a.flush(&s).await;
+
+    let b = storage.mount().await;
+    let common::Backend::Postgres(store) = &b.backend else {
+        unreachable!()
+    };
+    let mut rx = common::bounded(store.follow(s.id(), 0)).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < s.len() as usize {
+        seen.push(common::bounded(rx.recv()).await.unwrap().unwrap());
+    }
+    // Committed after the follower caught up: it arrives through the notification.
+    common::jsonl::complete_turn(&s, true);
+    a.flush(&s).await;
+    while seen.len() < s.len() as usize {
+        seen.push(common::bounded(rx.recv()).await.unwrap().unwrap());
+    }
+    assert_eq!(common::lines(&seen), common::arc_lines(&s.events()));
+    detach.detach();
+}

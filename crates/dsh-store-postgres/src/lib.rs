@@ -30,6 +30,7 @@ mod plugin;
 mod rows;
 pub mod schema;
 mod store;
+mod transfer;
 mod writer;
 
 pub use config::{ConfigError, PostgresConfig};

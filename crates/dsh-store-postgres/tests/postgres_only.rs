@@ -205,3 +205,49 @@ async fn a_follower_sees_each_batch_another_process_commits() {
     assert_eq!(common::lines(&seen), common::arc_lines(&s.events()));
     detach.detach();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jsonl_session_imported_and_exported_is_byte_identical() {
+    // A real session file, written by the JSONL store.
+    let files = common::Storage::jsonl().await;
+    let j = files.mount().await;
+    let (s, detach) = j.live("moved", Some("/work/p"));
+    common::jsonl::complete_turn(&s, true);
+    common::jsonl::complete_turn(&s, false);
+    j.flush(&s).await;
+    detach.detach();
+    common::bounded(j.close()).await.unwrap();
+    let common::Storage::Jsonl { root, .. } = &files else {
+        unreachable!()
+    };
+    let path = dsh_store_jsonl::layout::session_path(root, s.header()).unwrap();
+    let original = std::fs::read(&path).unwrap();
+
+    let db = common::Storage::postgres().await;
+    let p = db.mount().await;
+    let common::Backend::Postgres(store) = &p.backend else {
+        unreachable!()
+    };
+    let header = common::bounded(store.import_jsonl(&original))
+        .await
+        .unwrap();
+    assert_eq!(&header, s.header());
+    let exported = common::bounded(store.export_jsonl(s.id())).await.unwrap();
+    assert_eq!(
+        String::from_utf8(exported).unwrap(),
+        String::from_utf8(original.clone()).unwrap()
+    );
+    // Importing it again would clobber the stored session: refused.
+    let again = common::bounded(store.import_jsonl(&original)).await;
+    assert!(
+        matches!(
+            again,
+            Err(dsh_session::PersistenceError::AlreadyExists { .. })
+        ),
+        "{again:?}"
+    );
+    // A torn file is refused with its line, not half imported.
+    let torn = &original[..original.len() - 5];
+    let err = common::bounded(store.import_jsonl(torn)).await.unwrap_err();
+    assert!(err.to_string().contains("line"), "{err}");
+}

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use dsh_store_postgres::PostgresConfig;
 
 /// Where the binaries are on Debian and on these machines.
-const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/15/bin", "/usr/local/bin", "/usr/bin"];
+const BIN_DIRS: &[&str] = &["/usr/local/bin", "/usr/bin"];
 
 pub struct Cluster {
     pub port: u16,
@@ -29,11 +29,20 @@ pub struct Cluster {
 }
 
 fn bin(name: &str) -> PathBuf {
-    BIN_DIRS
-        .iter()
-        .map(|d| PathBuf::from(d).join(name))
+    // Any Debian server version, newest first, then the fixed places.
+    let mut versioned: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|d| d.flatten().map(|e| e.path().join("bin")).collect())
+        .unwrap_or_default();
+    versioned.sort();
+    versioned
+        .into_iter()
+        .rev()
+        .chain(BIN_DIRS.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
         .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("{name} not found in {BIN_DIRS:?}: install postgresql"))
+        .unwrap_or_else(|| {
+            panic!("{name} not found under /usr/lib/postgresql/*/bin or {BIN_DIRS:?}: install postgresql")
+        })
 }
 
 fn run(cmd: &mut Command) {

@@ -1,0 +1,351 @@
+//! [`PostgresStore`]: the PostgreSQL backend of [`Persistence`], and its live writers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use dsh_session::persistence::{SessionListing, SessionSummary};
+use dsh_session::{
+    Persistence, PersistenceError, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
+    StoredSession, fork_seed, interrupted_turn_closers, now_ms,
+};
+use parking_lot::Mutex;
+use tokio::runtime::Handle;
+use tokio_postgres::Client;
+
+use crate::config::PostgresConfig;
+use crate::error::db;
+use crate::writer::Writer;
+use crate::{batch, follow, lease, rows, schema};
+
+/// The default batching window, the same as the JSONL store's: a streamed response coalesces
+/// into a few transactions, and a crash without a checkpoint loses little.
+pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(200);
+
+/// Sessions in one PostgreSQL database, shared by every dsh that points at it.
+///
+/// Like the JSONL store it is both the [`Persistence`] service and the owner of the live
+/// sessions' write-behind writers (fed by [`crate::PostgresPersistencePlugin`]), which lets a
+/// load refuse a session this process is writing ([`PersistenceError::Live`]). Sessions live in
+/// other processes are refused through the writer lease.
+pub struct PostgresStore {
+    config: PostgresConfig,
+    window: Duration,
+    this: Weak<PostgresStore>,
+    writers: Mutex<HashMap<SessionId, Arc<Writer>>>,
+    runtime: Mutex<Option<Handle>>,
+    accepting: AtomicBool,
+    migrated: tokio::sync::OnceCell<()>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("config", &self.config)
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// A store on the database `config` names, with the default batching window. Nothing
+    /// connects until the first operation, which also migrates the schema.
+    pub fn new(config: PostgresConfig) -> Arc<Self> {
+        Self::with_window(config, DEFAULT_BATCH_WINDOW)
+    }
+
+    /// A store with an explicit batching window.
+    pub fn with_window(config: PostgresConfig, window: Duration) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
+            config,
+            window,
+            this: this.clone(),
+            writers: Mutex::default(),
+            runtime: Mutex::new(None),
+            accepting: AtomicBool::new(false),
+            migrated: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// A new connection to a migrated database.
+    pub(crate) async fn connect(&self) -> Result<Client, PersistenceError> {
+        let mut client = lease::connect(&self.config.inner).await?;
+        self.migrated
+            .get_or_try_init(|| schema::migrate(&mut client))
+            .await?;
+        Ok(client)
+    }
+
+    /// Whether a writer is active for `id` in this store.
+    pub fn is_live(&self, id: &SessionId) -> bool {
+        self.writers.lock().get(id).is_some_and(|w| !w.is_closing())
+    }
+
+    /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
+    pub(crate) fn open(&self, runtime: Handle) {
+        *self.runtime.lock() = Some(runtime);
+        self.accepting.store(true, Ordering::Release);
+    }
+
+    fn writer_for(&self, session: &Arc<Session>) -> Result<Arc<Writer>, PersistenceError> {
+        let mut writers = self.writers.lock();
+        let prev = match writers.get(session.id()) {
+            Some(w) if !w.is_closing() && Arc::ptr_eq(w.session(), session) => {
+                return Ok(w.clone());
+            }
+            Some(w) if !w.is_closing() => {
+                return Err(PersistenceError::Live {
+                    id: session.id().clone(),
+                });
+            }
+            Some(w) => Some(w.clone()),
+            None => None,
+        };
+        let (Some(runtime), Some(store)) = (self.runtime.lock().clone(), self.this.upgrade())
+        else {
+            return Err(PersistenceError::Io {
+                context: format!(
+                    "cannot persist session \"{}\": the PostgreSQL persistence plugin is not mounted",
+                    session.id()
+                ),
+                source: std::io::Error::other("no runtime"),
+            });
+        };
+        let writer = Writer::new(session.clone(), self.window);
+        writers.insert(session.id().clone(), writer.clone());
+        let this = self.this.clone();
+        let on_exit = Box::new(move |writer: &Arc<Writer>| {
+            if let Some(store) = this.upgrade() {
+                let mut writers = store.writers.lock();
+                if writers
+                    .get(writer.id())
+                    .is_some_and(|w| Arc::ptr_eq(w, writer))
+                {
+                    writers.remove(writer.id());
+                }
+            }
+        });
+        runtime.spawn(writer.clone().run(store, prev, on_exit));
+        Ok(writer)
+    }
+
+    /// A committed event of `session` (from `session/event`).
+    pub(crate) fn admit(&self, session: &Arc<Session>) {
+        if !self.accepting.load(Ordering::Acquire) {
+            return;
+        }
+        match self.writer_for(session) {
+            Ok(writer) => writer.admit(),
+            Err(error) => {
+                tracing::error!(session = %session.id(), %error, "cannot persist session event");
+            }
+        }
+    }
+
+    /// `session/disposed`: the session's writer drains once more and gives up its lease.
+    pub(crate) fn release(&self, session: &Arc<Session>) {
+        let writer = self
+            .writers
+            .lock()
+            .get(session.id())
+            .filter(|w| Arc::ptr_eq(w.session(), session))
+            .cloned();
+        if let Some(writer) = writer {
+            // The outcome is logged by the writer; nobody awaits a disposal.
+            drop(writer.request_close());
+        }
+    }
+
+    /// The flush barrier for one session: resolves once everything it holds is committed.
+    pub async fn flush_session(&self, session: &Arc<Session>) -> Result<(), PersistenceError> {
+        let existing = self
+            .writers
+            .lock()
+            .get(session.id())
+            .filter(|w| Arc::ptr_eq(w.session(), session) && !w.is_closing())
+            .cloned();
+        let writer = match existing {
+            Some(writer) => writer,
+            None if session.is_empty() => return Ok(()),
+            None => self.writer_for(session)?,
+        };
+        writer.flush().await
+    }
+
+    /// Stops admission, drains every writer and waits for them; returns the first failure.
+    pub async fn close(&self) -> Result<(), PersistenceError> {
+        self.accepting.store(false, Ordering::Release);
+        let writers: Vec<_> = self.writers.lock().values().cloned().collect();
+        let pending: Vec<_> = writers.iter().map(|w| w.request_close()).collect();
+        let mut first = None;
+        for rx in pending {
+            if let Ok(Err(e)) = rx.await {
+                first.get_or_insert(e);
+            }
+        }
+        for w in &writers {
+            w.wait_done().await;
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Refuses `id` while its writer here is active; waits for one that is closing.
+    async fn settle(&self, id: &SessionId) -> Result<(), PersistenceError> {
+        loop {
+            let writer = self.writers.lock().get(id).cloned();
+            match writer {
+                None => return Ok(()),
+                Some(w) if w.is_closing() => w.wait_done().await,
+                Some(_) => return Err(PersistenceError::Live { id: id.clone() }),
+            }
+        }
+    }
+
+    /// Reads a stored session as committed, without repairing it or taking its lease, for
+    /// showing it while it is live elsewhere. An open last turn stays open.
+    pub async fn read(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.settle(id).await?;
+        let client = self.connect().await?;
+        Ok(rows::read_stored(&client, id).await?.0)
+    }
+
+    /// Follows a session from anywhere (`dsh sessions show --follow`): its committed events
+    /// from `from_seq` on, then each new batch as another process commits it, until the
+    /// receiver is dropped. Reads only; takes no lease.
+    pub async fn follow(
+        &self,
+        id: &SessionId,
+        from_seq: u64,
+    ) -> Result<tokio::sync::mpsc::Receiver<crate::Followed>, PersistenceError> {
+        // A connection first, so the schema exists before the follower queries it.
+        drop(self.connect().await?);
+        follow::follow(&self.config.inner, id.clone(), from_seq).await
+    }
+
+    /// Listing rows filtered by project key (the cwd), and origin (`"subagent"`, or `""` for
+    /// top-level sessions): what `dsh sessions list` across machines needs.
+    pub async fn listings_where(
+        &self,
+        cwd: Option<&str>,
+        origin: Option<&str>,
+    ) -> Result<Vec<SessionListing>, PersistenceError> {
+        let client = self.connect().await?;
+        let rows = client
+            .query(
+                "SELECT id, header_text, updated_at, bytes, first_prompt, turns FROM dsh_sessions
+                 WHERE event_count > 0
+                   AND ($1::text IS NULL OR project_key = $1)
+                   AND ($2::text IS NULL OR COALESCE(origin, '') = $2)
+                 ORDER BY updated_at DESC, id",
+                &[&cwd, &origin],
+            )
+            .await
+            .map_err(db("listing stored sessions"))?;
+        rows.iter()
+            .map(|r| {
+                let id = SessionId::new(r.get::<_, String>(0));
+                Ok(SessionListing {
+                    header: rows::parse_header(&id, r.get(1))?,
+                    last_activity: r.get::<_, i64>(2) as u64,
+                    bytes: Some(r.get::<_, i64>(3) as u64),
+                    first_prompt: r.get(4),
+                    turns: Some(r.get::<_, i64>(5) as u64),
+                })
+            })
+            .collect()
+    }
+
+    /// The session as a repairing load would return it, with the lease held on the returned
+    /// connection: the caller either commits the repair on it or drops it.
+    async fn leased_read(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Client, StoredSession, Vec<SessionEvent>), PersistenceError> {
+        let client = self.connect().await?;
+        lease::acquire(&client, id).await?;
+        let (stored, _) = rows::read_stored(&client, id).await?;
+        let closers = interrupted_turn_closers(&stored.events);
+        Ok((client, stored, closers))
+    }
+}
+
+#[async_trait]
+impl Persistence for PostgresStore {
+    async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        self.settle(id).await?;
+        let (mut client, mut stored, closers) = self.leased_read(id).await?;
+        if !closers.is_empty() {
+            tracing::warn!(session = %id, closers = closers.len(), "closing the interrupted turn of a stored session");
+            let closers: Vec<_> = closers.into_iter().map(Arc::new).collect();
+            let from = stored.events.len() as u64;
+            batch::commit(&mut client, &stored.header, &closers, from).await?;
+            stored
+                .events
+                .extend(closers.into_iter().map(Arc::unwrap_or_clone));
+        }
+        lease::release(&client, id).await;
+        Ok(stored)
+    }
+
+    async fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+        Ok(self
+            .listings()
+            .await?
+            .into_iter()
+            .map(|l| l.header)
+            .collect())
+    }
+
+    async fn listings(&self) -> Result<Vec<SessionListing>, PersistenceError> {
+        self.listings_where(None, None).await
+    }
+
+    async fn summary(&self, id: &SessionId) -> Result<SessionSummary, PersistenceError> {
+        let client = self.connect().await?;
+        let (stored, row) = rows::read_stored(&client, id).await?;
+        Ok(SessionSummary::from_events(
+            stored.header,
+            &stored.events,
+            row.updated_at,
+        ))
+    }
+
+    async fn fork(
+        &self,
+        source: &SessionId,
+        at_seq: Option<u64>,
+        child: Option<SessionId>,
+    ) -> Result<SessionHeader, PersistenceError> {
+        self.settle(source).await?;
+        let child = child.unwrap_or_else(SessionId::generate);
+        if self.writers.lock().contains_key(&child) {
+            return Err(PersistenceError::AlreadyExists { id: child });
+        }
+        let fork_error = |e| PersistenceError::Fork {
+            id: source.clone(),
+            source: e,
+        };
+        // A fork never modifies its source: the repair is only applied to the copy.
+        let (mut client, stored, closers) = self.leased_read(source).await?;
+        lease::release(&client, source).await;
+        let events: Vec<_> = stored
+            .events
+            .into_iter()
+            .chain(closers)
+            .map(Arc::new)
+            .collect();
+        let seed = fork_seed(&events, at_seq).map_err(fork_error)?;
+        let meta = SessionMeta {
+            cwd: stored.header.cwd.clone(),
+            parent_session: Some(source.clone()),
+            seed_length: Some(seed.len() as u64),
+            ..SessionMeta::default()
+        };
+        let header = SessionHeader::new(child, now_ms(), meta);
+        let forked = Session::new(header.clone(), Some(seed)).map_err(fork_error)?;
+        batch::commit(&mut client, &header, &forked.events(), 0).await?;
+        Ok(header)
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dsh_acp::{AcpOptions, ApprovalPolicy};
 use tokio::time::Instant;
 
-use crate::compose::{AgentSpec, agent_setup, compose_for_acp};
+use crate::compose::{agent_setup, compose_for_acp};
 use crate::config::{Settings, process_env};
 use crate::run::DRAIN;
 use crate::signals::Signals;
@@ -54,9 +54,10 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         } else {
             ApprovalPolicy::MutatingTools
         };
+        let spec = composed.agent_spec();
         let options = AcpOptions::new(composed.agent_options())
             .with_approval(approval)
-            .with_agent_setup(Arc::new(|| agent_setup(&AgentSpec::default())));
+            .with_agent_setup(Arc::new(move || agent_setup(&spec)));
         // A signal asks the bridge for its own teardown (every session cancelled with cause
         // `user`, drained, disposed; outstanding prompts answered `cancelled`), bounded by
         // DRAIN. The loop's shutdown then only has the config-declared agents left to stop.

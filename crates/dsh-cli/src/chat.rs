@@ -110,7 +110,14 @@ pub fn parse(line: &str) -> ChatCommand {
 type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
 
 /// Runs the chat; returns the exit status.
-pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
+/// `resume` names a stored session (a unique id prefix will do); `continue_last` opens the
+/// newest session of the working directory instead.
+pub fn main(
+    settings: Settings,
+    cwd: Option<PathBuf>,
+    resume: Option<String>,
+    continue_last: bool,
+) -> i32 {
     if let Err(e) = settings.check_credentials(&process_env) {
         eprintln!("dsh: {e:#}");
         return 1;
@@ -129,7 +136,7 @@ pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) ->
             return 1;
         }
     };
-    match runtime.block_on(chat(settings, cwd, resume)) {
+    match runtime.block_on(chat(settings, cwd, resume, continue_last)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("dsh: {e:#}");
@@ -138,7 +145,12 @@ pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) ->
     }
 }
 
-async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyhow::Result<()> {
+async fn chat(
+    settings: Settings,
+    cwd: PathBuf,
+    resume: Option<String>,
+    continue_last: bool,
+) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new().context("cannot open the terminal")?;
     let history = settings.home.value.join("history");
     let _ = editor.load_history(&history);
@@ -179,11 +191,21 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     say(&format!(
         "dsh {} — {} via {} in {} (/help for commands)",
         env!("CARGO_PKG_VERSION"),
-        settings.model.value,
+        composed.settings.model.value,
         settings.provider.value,
         cwd.display()
     ));
-    let spec = AgentSpec::default();
+    let spec = composed.agent_spec();
+    let resume = match (resume, continue_last) {
+        (None, true) => match crate::session_ref::newest_in(&composed.store, &cwd).await {
+            Ok(id) => Some(id.to_string()),
+            Err(e) => {
+                say(&format!("dsh: {e:#}; starting a new session"));
+                None
+            }
+        },
+        (resume, _) => resume,
+    };
     let mut handle = match resume {
         Some(id) => open(&composed, Some(id), &cwd, &spec, &current, &say).await,
         None => None,
@@ -275,7 +297,16 @@ async fn open(
     say: &impl Fn(&str),
 ) -> Option<AgentHandle> {
     let resuming = resume.is_some();
-    let id = resume.map_or_else(SessionId::generate, SessionId::from);
+    let id = match resume {
+        Some(reference) => match crate::session_ref::resolve(&composed.store, &reference).await {
+            Ok(id) => id,
+            Err(e) => {
+                say(&format!("dsh: {e:#}"));
+                return None;
+            }
+        },
+        None => SessionId::generate(),
+    };
     *current.lock() = Some(id.clone());
     let created = if resuming {
         composed.resume_agent(id.clone(), spec).await

@@ -11,14 +11,19 @@ mod chat;
 mod cli;
 mod compose;
 mod config;
+mod effort;
 mod instructions;
 mod lazy_adapter;
 mod logging;
+mod piped;
+mod progress;
 mod render;
 mod run;
+mod session_ref;
 mod sessions;
 mod signals;
 mod sink;
+mod terminal;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -37,7 +42,7 @@ fn main() {
     let code = match cli.command {
         Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
         Some(Command::Chat(args)) => match Settings::load(&overrides) {
-            Ok(settings) => chat::main(settings, cli.global.cwd, args.resume),
+            Ok(settings) => chat::main(settings, cli.global.cwd, args.resume, args.continue_last),
             Err(e) => fail(&e),
         },
         Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
@@ -50,7 +55,7 @@ fn main() {
             Err(e) => fail(&e),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
-            Ok(settings) => chat::main(settings, cli.global.cwd, None),
+            Ok(settings) => chat::main(settings, cli.global.cwd, None, cli.continue_last),
             Err(e) => fail(&e),
         },
         None => {

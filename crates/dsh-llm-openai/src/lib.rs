@@ -13,7 +13,9 @@
 mod adapter;
 mod config;
 mod http_error;
+mod models;
 mod request;
+mod request_log;
 mod secret;
 pub mod sse;
 mod translate;
@@ -22,5 +24,6 @@ mod wire;
 
 pub use adapter::OpenAiAdapter;
 pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
+pub use models::list_model_ids;
 pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

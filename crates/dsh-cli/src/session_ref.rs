@@ -1,0 +1,98 @@
+//! Naming a stored session without its full id: a unique prefix of the id (`dsh sessions show
+//! session-17a3`), or "the newest one here" (`dsh run -c`, `dsh chat -c`).
+//!
+//! Both read the store's listing (headers and file times), never a whole log.
+
+use std::path::Path;
+
+use anyhow::bail;
+use dsh_session::{Persistence, SessionId, SessionOrigin};
+use dsh_store_jsonl::JsonlStore;
+
+/// The stored session `reference` names: the session with exactly that id, else the only one
+/// whose id starts with it. No match and more than one match are errors that say which.
+pub async fn resolve(store: &JsonlStore, reference: &str) -> anyhow::Result<SessionId> {
+    let reference = reference.trim();
+    if reference.is_empty() {
+        bail!("the session id is empty");
+    }
+    let listings = store.listings().await?;
+    let ids: Vec<&SessionId> = listings.iter().map(|l| &l.header.id).collect();
+    pick(&ids, reference, store.root())
+}
+
+fn pick(ids: &[&SessionId], reference: &str, root: &Path) -> anyhow::Result<SessionId> {
+    if let Some(exact) = ids.iter().find(|id| id.as_str() == reference) {
+        return Ok((*exact).clone());
+    }
+    let matching: Vec<&&SessionId> = ids
+        .iter()
+        .filter(|id| id.as_str().starts_with(reference))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((**one).clone()),
+        [] => bail!(
+            "no stored session matches `{reference}` under {} (dsh sessions list shows them)",
+            root.display()
+        ),
+        many => {
+            let shown: Vec<&str> = many.iter().take(5).map(|id| id.as_str()).collect();
+            let more = if many.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            };
+            bail!(
+                "`{reference}` is ambiguous: {} sessions start with it ({}{more}); give more of \
+                 the id",
+                many.len(),
+                shown.join(", ")
+            )
+        }
+    }
+}
+
+/// The most recently active top-level session started in `cwd` (subagent sessions, which a
+/// person did not start, are skipped).
+pub async fn newest_in(store: &JsonlStore, cwd: &Path) -> anyhow::Result<SessionId> {
+    let listings = store.listings().await?;
+    let newest = listings
+        .iter()
+        .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
+        .filter(|l| {
+            l.header
+                .cwd
+                .as_deref()
+                .is_some_and(|dir| crate::same_dir(dir, cwd))
+        })
+        .max_by_key(|l| l.last_activity);
+    match newest {
+        Some(l) => Ok(l.header.id.clone()),
+        None => bail!(
+            "no session to continue in {} (dsh sessions list shows every stored session)",
+            cwd.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn an_exact_id_wins_then_a_unique_prefix_and_ambiguity_is_an_error() {
+        let a = SessionId::new("session-abc");
+        let ab = SessionId::new("session-abcd");
+        let x = SessionId::new("session-xyz");
+        let ids = [&a, &ab, &x];
+        let root = Path::new("/sessions");
+        assert_eq!(pick(&ids, "session-abc", root).unwrap(), a);
+        assert_eq!(pick(&ids, "session-x", root).unwrap(), x);
+        let ambiguous = pick(&ids, "session-a", root).unwrap_err().to_string();
+        assert!(ambiguous.contains("ambiguous: 2 sessions"), "{ambiguous}");
+        let none = pick(&ids, "nope", root).unwrap_err().to_string();
+        assert!(none.contains("no stored session matches `nope`"), "{none}");
+    }
+}

@@ -48,7 +48,7 @@ pub fn retry_line(data: &Value) -> String {
 
 /// `1 s`, `0.5 s`, `12 s`: whole seconds where exact, one decimal otherwise.
 fn seconds(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{:.1} s", ms as f64 / 1000.0)

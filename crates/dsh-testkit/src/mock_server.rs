@@ -62,6 +62,7 @@ struct Shared {
     violations: Mutex<Vec<String>>,
     received: watch::Sender<usize>,
     disconnects: watch::Sender<usize>,
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// A scripted OpenAI-compatible chat-completions server on `127.0.0.1`.
@@ -114,6 +115,7 @@ impl MockServer {
             violations: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             disconnects: watch::Sender::new(0),
+            models: Mutex::new(None),
         });
         let shutdown = CancellationToken::new();
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -152,6 +154,13 @@ impl MockServer {
     /// Queues a response for a later request.
     pub fn push(&self, response: MockResponse) -> &Self {
         self.shared.responses.lock().push_back(response);
+        self
+    }
+
+    /// Answers `GET …/models` with `ids` in OpenAI's list shape (as llama.cpp's server and
+    /// Ollama do) instead of a 404. The request is recorded like any other.
+    pub fn serve_models(&self, ids: &[&str]) -> &Self {
+        *self.shared.models.lock() = Some(ids.iter().map(|id| (*id).to_owned()).collect());
         self
     }
 
@@ -281,6 +290,16 @@ impl Shared {
             requests.len()
         };
         self.received.send_replace(number);
+        if request.method == "GET"
+            && route.ends_with("/models")
+            && let Some(ids) = self.models.lock().clone()
+        {
+            let data: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "object": "model", "owned_by": "mock"}))
+                .collect();
+            return MockResponse::error(200, json!({"object": "list", "data": data}).to_string());
+        }
         if request.method != "POST" || !route.ends_with("/chat/completions") {
             return fixed_error(
                 404,

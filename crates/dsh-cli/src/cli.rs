@@ -11,7 +11,7 @@ use crate::config::Overrides;
 /// chat in a terminal (`dsh` with no arguments), and over stored sessions (`dsh sessions`).
 ///
 /// Configuration: `$DSH_HOME/config.toml` (default `~/.dsh`), then environment variables
-/// (DSH_PROVIDER, DSH_MODEL, DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, OPENAI_API_KEY,
+/// (DSH_PROVIDER, DSH_MODEL, DSH_EFFORT, DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, OPENAI_API_KEY,
 /// OPENAI_BASE_URL), then flags. `dsh config show` prints the result. Logs: DSH_LOG (filter,
 /// e.g. `debug`) and DSH_LOG_FILE (write them to a file instead of stderr).
 #[derive(Parser, Debug)]

@@ -51,6 +51,11 @@ impl Screen {
 
 /// Starts `dsh` (no arguments) on a new pseudo-terminal.
 fn start_chat(w: &World) -> (std::process::Child, Screen) {
+    start_chat_with(w, &[])
+}
+
+/// Starts `dsh ARGS…` on a new pseudo-terminal.
+fn start_chat_with(w: &World, args: &[&str]) -> (std::process::Child, Screen) {
     let size = Winsize {
         ws_row: 30,
         ws_col: 100,
@@ -59,7 +64,7 @@ fn start_chat(w: &World) -> (std::process::Child, Screen) {
     };
     let pty = openpty(Some(&size), None).unwrap();
     let child = w
-        .dsh(&[])
+        .dsh(args)
         .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
         .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
         .stderr(Stdio::from(pty.slave))
@@ -172,4 +177,32 @@ fn ctrl_c_cancels_the_running_turn_not_the_chat() {
     wait_exit(&mut child, &screen);
     let id = w.only_session_id();
     dsh_session::check_balanced(&w.load(&id)).unwrap();
+}
+
+#[test]
+fn chat_continue_opens_the_newest_session_here_and_the_plan_is_shown() {
+    let w = World::new();
+    let todos =
+        serde_json::json!({"todos": [{"content": "write the test", "status": "in_progress"}]});
+    w.server
+        .push(MockResponse::text("first answer"))
+        .push(MockResponse::tool_call(
+            "call_t",
+            "todo_write",
+            &todos.to_string(),
+        ))
+        .push(MockResponse::text("continued answer"));
+    let out = w.output(&["run", "first"]);
+    assert_eq!(out.status.code(), Some(0));
+    let id = w.only_session_id();
+    let (mut child, mut screen) = start_chat_with(&w, &["chat", "-c"]);
+    let at = screen.wait_for(&format!("resumed session {id} (1 turns)"), 0);
+    let at = screen.wait_for("› ", at);
+    screen.type_line("go on");
+    let at = screen.wait_for("[~] write the test", at);
+    let at = screen.wait_for("continued answer", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    assert_eq!(w.session_files().len(), 1, "the same session, no new file");
 }

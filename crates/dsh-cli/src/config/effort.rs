@@ -69,3 +69,67 @@ pub(super) fn resolve(
         .next()
         .map(|s| Sourced::new(s.get_ref().trim().to_owned(), Source::File)))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::super::{Overrides, Settings, Source};
+
+    fn resolve(config: &str, env: &[(&str, &str)], flag: Option<&str>) -> Settings {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let home_path = home.path().to_str().unwrap().to_owned();
+        let vars: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let lookup = move |k: &str| {
+            if k == "DSH_HOME" {
+                return Some(home_path.clone());
+            }
+            vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        let flags = Overrides {
+            effort: flag.map(str::to_owned),
+            ..Overrides::default()
+        };
+        Settings::resolve(&lookup, &flags).unwrap()
+    }
+
+    #[test]
+    fn the_most_specific_file_level_wins_and_flags_and_env_beat_the_file() {
+        let file = "[defaults]\nreasoning_effort = \"low\"\n\
+                    [providers.deepseek]\nreasoning_effort = \"high\"\n\
+                    [models.\"deepseek-v4-flash\"]\nreasoning_effort = \"max\"\n\
+                    [models.\"other\"]\nreasoning_effort = \"off\"\n";
+        let s = resolve(file, &[], None);
+        let effort = s.reasoning_effort.unwrap();
+        assert_eq!(
+            (effort.value.as_str(), effort.source),
+            ("max", Source::File)
+        );
+        let s = resolve(
+            "[defaults]\nreasoning_effort = \"low\"\n[providers.openai]\nreasoning_effort = \"high\"\n",
+            &[],
+            None,
+        );
+        assert_eq!(
+            s.reasoning_effort.unwrap().value,
+            "low",
+            "another provider's level"
+        );
+        let s = resolve(file, &[("DSH_EFFORT", "off")], None);
+        assert_eq!(
+            s.reasoning_effort.unwrap().source,
+            Source::Env("DSH_EFFORT")
+        );
+        let s = resolve(file, &[("DSH_EFFORT", "off")], Some("low"));
+        let effort = s.reasoning_effort.unwrap();
+        assert_eq!(
+            (effort.value.as_str(), effort.source),
+            ("low", Source::Flag("--effort"))
+        );
+        assert!(resolve("", &[], None).reasoning_effort.is_none());
+    }
+}

@@ -18,6 +18,7 @@ use dsh_agent::{
     ResumeAgentOptions, Setup,
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_hooks::HooksPlugin;
 use dsh_kernel::{BoxError, Context, PluginHandle};
 use dsh_llm::{AdapterRegistration, ModelInfo};
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
@@ -91,6 +92,7 @@ pub struct Composed {
     persistence: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
+    hooks: PluginHandle,
     registration: AdapterRegistration,
 }
 
@@ -153,6 +155,16 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
+    // After subagents, so the hooks' tool listeners nest inside the subagent plugin's approval
+    // rewrite (a hook's `ask` in a child is refused like any child's ask). Idle notifications
+    // only where a person waits at the prompt: the long-lived front ends.
+    let hooks = ctx
+        .plugin(HooksPlugin::new(crate::hooks::plugin_options(
+            settings,
+            options.start_configured_agents,
+        )))
+        .await
+        .context("cannot mount hooks")?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -172,6 +184,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         persistence,
         tools,
         subagents,
+        hooks,
         registration: adapter,
     })
 }
@@ -297,6 +310,7 @@ impl Composed {
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
+        self.hooks.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

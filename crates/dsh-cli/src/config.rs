@@ -67,7 +67,7 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    fn new(value: T, source: Source) -> Self {
+    pub(crate) fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
 }
@@ -142,6 +142,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// `[hooks]`: where command hooks are read from.
+    pub hooks: crate::hooks::HookSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -155,6 +157,8 @@ struct FileConfig {
     agents: Vec<ConfiguredAgent>,
     #[serde(default)]
     models: BTreeMap<String, effort::FileModel>,
+    #[serde(default)]
+    hooks: crate::hooks::FileHooks,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -442,6 +446,7 @@ impl Settings {
             reasoning_effort,
             providers,
             agents: file.agents,
+            hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
 
@@ -605,6 +610,7 @@ impl Settings {
                 let _ = writeln!(out, "#   {}", a.id);
             }
         }
+        self.hooks.render(&mut out);
         out
     }
 }

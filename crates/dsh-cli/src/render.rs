@@ -113,6 +113,12 @@ impl Renderer {
                 let line = crate::progress::retry_line(data);
                 self.line(&mut out, &line);
             }
+            EventKind::Other { type_name, data }
+                if self.mode == Mode::Transcript && type_name == dsh_hooks::runner::HOOK_RESULT =>
+            {
+                let line = crate::hooks::describe_result(data);
+                self.line(&mut out, &line);
+            }
             _ => {}
         }
         out

@@ -24,3 +24,40 @@ pub(crate) fn plan_update(event: &SessionEvent) -> Option<SessionUpdate> {
         .collect();
     Some(SessionUpdate::Plan(Plan::new(entries)))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use dsh_session::EventKind;
+    use serde_json::json;
+
+    fn event(data: serde_json::Value) -> SessionEvent {
+        SessionEvent {
+            seq: 3,
+            time: 0,
+            kind: EventKind::other(TodoWrite::TYPE, data),
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        }
+    }
+
+    #[test]
+    fn a_todo_write_is_the_whole_plan_with_medium_priorities_and_a_malformed_one_is_nothing() {
+        let update = plan_update(&event(json!({"todos": [
+            {"content": "a", "status": "pending"},
+            {"content": "b", "status": "completed"}
+        ]})))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&update).unwrap(),
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "a", "priority": "medium", "status": "pending"},
+                {"content": "b", "priority": "medium", "status": "completed"}
+            ]})
+        );
+        assert!(plan_update(&event(json!({"todos": 3}))).is_none());
+    }
+}

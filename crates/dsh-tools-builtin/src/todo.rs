@@ -155,3 +155,52 @@ mod tests {
         assert_eq!(summary(&[]), "Checklist cleared.");
     }
 }
+
+#[cfg(test)]
+mod run_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use dsh_session::CallId;
+    use tokio_util::sync::CancellationToken;
+
+    fn call() -> ToolCallContext {
+        ToolCallContext::new(
+            CallId::new("c"),
+            "todo_write",
+            "{}",
+            None,
+            CancellationToken::new(),
+        )
+    }
+
+    fn item(content: &str) -> TodoArg {
+        TodoArg {
+            content: content.to_owned(),
+            status: TodoArgStatus::Pending,
+        }
+    }
+
+    #[tokio::test]
+    async fn blank_items_oversized_lists_and_callers_without_a_session_are_refused() {
+        let blank = TodoWriteArgs {
+            todos: vec![item("ok"), item("  ")],
+        };
+        let err = TodoWriteTool.run(blank, &call()).await.unwrap_err();
+        assert!(
+            err.message.contains("item 2 has no content"),
+            "{}",
+            err.message
+        );
+        let huge = TodoWriteArgs {
+            todos: (0..=MAX_TODOS).map(|i| item(&i.to_string())).collect(),
+        };
+        let err = TodoWriteTool.run(huge, &call()).await.unwrap_err();
+        assert!(err.message.contains("at most 100"), "{}", err.message);
+        let orphan = TodoWriteArgs {
+            todos: vec![item("x")],
+        };
+        let err = TodoWriteTool.run(orphan, &call()).await.unwrap_err();
+        assert!(err.message.contains("calling agent"), "{}", err.message);
+    }
+}

@@ -80,6 +80,8 @@ pub enum ProviderKind {
     Deepseek,
     /// Any OpenAI-compatible chat-completions server.
     OpenaiCompatible,
+    /// Anthropic's Messages API (Claude; DeepSeek's Anthropic-compatible endpoint).
+    Anthropic,
 }
 
 impl ProviderKind {
@@ -87,6 +89,7 @@ impl ProviderKind {
         match self {
             Self::Deepseek => "deepseek",
             Self::OpenaiCompatible => "openai-compatible",
+            Self::Anthropic => "anthropic",
         }
     }
 }
@@ -231,6 +234,28 @@ fn builtin_providers(env: &dyn Fn(&str) -> Option<String>) -> BTreeMap<String, P
         },
     );
     out.insert(
+        "anthropic".to_owned(),
+        ProviderSettings {
+            name: "anthropic".to_owned(),
+            kind: Sourced::new(ProviderKind::Anthropic, Source::Default),
+            base_url: base(
+                "ANTHROPIC_BASE_URL",
+                dsh_llm_anthropic::ANTHROPIC_DEFAULT_BASE_URL,
+            ),
+            api_key_env: Some(Sourced::new(
+                "ANTHROPIC_API_KEY".to_owned(),
+                Source::Default,
+            )),
+            models: Sourced::new(
+                dsh_llm_anthropic::anthropic_models()
+                    .into_iter()
+                    .map(|m| m.id)
+                    .collect(),
+                Source::Default,
+            ),
+        },
+    );
+    out.insert(
         "local".to_owned(),
         ProviderSettings {
             name: "local".to_owned(),
@@ -248,6 +273,7 @@ fn base_url_env(provider: &str) -> Option<&'static str> {
     match provider {
         "deepseek" => Some("DEEPSEEK_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
         _ => None,
     }
 }

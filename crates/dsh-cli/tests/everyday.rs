@@ -514,3 +514,32 @@ fn debug_logs_each_model_request_without_colour_or_keys() {
         "no ANSI colour when stderr is not a terminal: {log}"
     );
 }
+
+#[test]
+fn debug_logs_anthropic_requests_the_same_way() {
+    let w = World::new();
+    write_config(
+        &w,
+        &format!(
+            "[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\n\
+             api_key_env = \"CLAUDE_TEST_KEY\"\nmodels = [\"claude-sonnet-4-5\"]\n",
+            w.server.url()
+        ),
+    );
+    w.server.push(MockResponse::anthropic_text("logged too"));
+    let out = w
+        .dsh(&["run", "--provider", "claude", "go"])
+        .env("CLAUDE_TEST_KEY", "sk-ant-very-secret")
+        .env("DSH_LOG", "debug,dsh_llm_openai=trace")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("provider=claude"), "{log}");
+    assert!(
+        log.contains("/v1/messages") && log.contains("status=200"),
+        "{log}"
+    );
+    assert!(log.contains("model response done"), "{log}");
+    assert!(!log.contains("sk-ant-very-secret"), "{log}");
+}

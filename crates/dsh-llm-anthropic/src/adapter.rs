@@ -11,8 +11,8 @@ use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
     LlmFailure, ModelInfo, StreamChunk, USER_AGENT,
 };
-use dsh_llm_openai::Secret;
 use dsh_llm_openai::sse::{SseEvent, SseParser};
+use dsh_llm_openai::{RequestLog, Secret};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -173,6 +173,7 @@ struct Running {
     idle: Duration,
     endpoint: String,
     key: Option<Secret>,
+    log: RequestLog,
 }
 
 fn redact(key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
@@ -194,6 +195,13 @@ impl Inner {
         let key = self.config.api_key.resolve()?;
         let model = self.config.model_info(&options.config.model);
         let body = build_body(&self.config, &model, &options)?;
+        let log = RequestLog::sent(
+            &self.config.route,
+            &self.endpoint,
+            &options.config.model,
+            &body,
+            key.as_ref(),
+        );
         let mut request = self
             .client
             .post(&self.endpoint)
@@ -217,22 +225,29 @@ impl Inner {
             biased;
             _ = cancel.cancelled() => return Err(aborted()),
             sent = tokio::time::timeout(idle, request.send()) => match sent {
-                Err(_) => return Err(LlmFailure::new(
-                    FailureCode::Timeout,
-                    format!("no data from {} for {} s while waiting for the response",
-                        self.endpoint, idle.as_secs_f64()),
-                )),
+                Err(_) => {
+                    let failure = LlmFailure::new(
+                        FailureCode::Timeout,
+                        format!("no data from {} for {} s while waiting for the response",
+                            self.endpoint, idle.as_secs_f64()),
+                    );
+                    log.failed(&failure);
+                    return Err(failure);
+                }
                 Ok(Err(e)) => {
                     let failure = LlmFailure::new(
                         FailureCode::Transport,
                         format!("could not reach {}: {}", self.endpoint, error_chain(&e)),
                     );
-                    return Err(redact(key.as_ref(), failure));
+                    let failure = redact(key.as_ref(), failure);
+                    log.failed(&failure);
+                    return Err(failure);
                 }
                 Ok(Ok(response)) => response,
             },
         };
         let status = response.status();
+        log.head(status.as_u16());
         if !status.is_success() {
             let headers = response.headers().clone();
             let mut response = response;
@@ -247,8 +262,11 @@ impl Inner {
                 let room = MAX_ERROR_BODY - body.len();
                 body.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
+            log.body(&body, key.as_ref());
             let failure = failure_from_response(status.as_u16(), &headers, &body);
-            return Err(redact(key.as_ref(), failure));
+            let failure = redact(key.as_ref(), failure);
+            log.failed(&failure);
+            return Err(failure);
         }
         Ok(Box::new(Running {
             body: response.bytes_stream().boxed(),
@@ -263,6 +281,7 @@ impl Inner {
             idle,
             endpoint: self.endpoint.clone(),
             key,
+            log,
         }))
     }
 }
@@ -286,6 +305,7 @@ impl Running {
     async fn next_item(mut self: Box<Self>) -> Option<(Item, State)> {
         loop {
             if let Some(chunk) = self.pending.pop_front() {
+                self.log.chunk(&chunk, self.received);
                 let next = if matches!(chunk, StreamChunk::Finish { .. }) {
                     State::Done
                 } else {
@@ -294,7 +314,7 @@ impl Running {
                 return Some((Ok(chunk), next));
             }
             if let Some(failure) = self.failure.take() {
-                return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
+                return self.fail(failure);
             }
             let read = tokio::select! {
                 biased;
@@ -328,11 +348,19 @@ impl Running {
                     continue;
                 }
             };
-            return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
+            return self.fail(failure);
         }
     }
 
+    /// Ends the stream with `failure`, redacted and logged.
+    fn fail(&self, failure: LlmFailure) -> Option<(Item, State)> {
+        let failure = redact(self.key.as_ref(), failure);
+        self.log.failed(&failure);
+        Some((Err(failure), State::Done))
+    }
+
     fn consume(&mut self, bytes: &[u8]) {
+        self.log.body(bytes, self.key.as_ref());
         self.received = self.received.saturating_add(bytes.len() as u64);
         if self.received > self.max_received {
             self.failure = Some(LlmFailure::new(

@@ -15,7 +15,7 @@ mod config;
 mod http_error;
 mod models;
 mod request;
-mod request_log;
+pub mod request_log;
 mod secret;
 pub mod sse;
 mod translate;
@@ -28,5 +28,6 @@ pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
 /// failures get the same codes and the same cleaned-up messages.
 pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
 pub use models::list_model_ids;
+pub use request_log::RequestLog;
 pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

@@ -4,7 +4,8 @@
 //! response as text.
 //!
 //! Headers are never logged (the key travels in one), and every logged body has the key
-//! replaced by `***` in case a server or proxy echoes it.
+//! replaced by `***` in case a server or proxy echoes it. Public so every HTTP adapter (the
+//! Anthropic one too) logs its requests the same way.
 
 use std::time::Instant;
 
@@ -12,8 +13,8 @@ use dsh_llm::{StreamChunk, TokenUsage};
 
 use crate::secret::Secret;
 
-/// The running record of one request.
-pub(crate) struct RequestLog {
+/// The running record of one request, from send to the end of its response.
+pub struct RequestLog {
     route: String,
     endpoint: String,
     started: Instant,
@@ -22,7 +23,7 @@ pub(crate) struct RequestLog {
 
 impl RequestLog {
     /// Logs a request about to be sent.
-    pub(crate) fn sent(
+    pub fn sent(
         route: &str,
         endpoint: &str,
         model: &str,
@@ -48,7 +49,7 @@ impl RequestLog {
     }
 
     /// Logs the response head.
-    pub(crate) fn head(&self, status: u16) {
+    pub fn head(&self, status: u16) {
         tracing::debug!(
             provider = %self.route,
             url = %self.endpoint,
@@ -59,14 +60,14 @@ impl RequestLog {
     }
 
     /// Logs a body read (an error body, or a piece of the event stream) at trace.
-    pub(crate) fn body(&self, bytes: &[u8], key: Option<&Secret>) {
+    pub fn body(&self, bytes: &[u8], key: Option<&Secret>) {
         if tracing::enabled!(tracing::Level::TRACE) {
             tracing::trace!(provider = %self.route, body = %redacted(bytes, key), "model response body");
         }
     }
 
     /// Notes usage and logs the end of a successful stream.
-    pub(crate) fn chunk(&mut self, chunk: &StreamChunk, received: u64) {
+    pub fn chunk(&mut self, chunk: &StreamChunk, received: u64) {
         match chunk {
             StreamChunk::Usage { usage } => self.usage = Some(usage.clone()),
             StreamChunk::Finish { .. } => {
@@ -87,7 +88,7 @@ impl RequestLog {
     }
 
     /// Logs a request that failed (before or during the stream).
-    pub(crate) fn failed(&self, failure: &dsh_llm::LlmFailure) {
+    pub fn failed(&self, failure: &dsh_llm::LlmFailure) {
         tracing::debug!(
             provider = %self.route,
             url = %self.endpoint,

@@ -10,7 +10,9 @@ use dsh_session::{Persistence, SessionId, SessionOrigin};
 use dsh_store_jsonl::JsonlStore;
 
 /// The stored session `reference` names: the session with exactly that id, else the only one
-/// whose id starts with it. No match and more than one match are errors that say which.
+/// whose id starts with it. More than one match is an error naming them. With no match the
+/// reference is taken as the id itself, so the store reports what is wrong with it (no such
+/// session, or a file it cannot list because it is broken) in its own specific words.
 pub async fn resolve(store: &JsonlStore, reference: &str) -> anyhow::Result<SessionId> {
     let reference = reference.trim();
     if reference.is_empty() {
@@ -18,10 +20,10 @@ pub async fn resolve(store: &JsonlStore, reference: &str) -> anyhow::Result<Sess
     }
     let listings = store.listings().await?;
     let ids: Vec<&SessionId> = listings.iter().map(|l| &l.header.id).collect();
-    pick(&ids, reference, store.root())
+    pick(&ids, reference)
 }
 
-fn pick(ids: &[&SessionId], reference: &str, root: &Path) -> anyhow::Result<SessionId> {
+fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
     if let Some(exact) = ids.iter().find(|id| id.as_str() == reference) {
         return Ok((*exact).clone());
     }
@@ -31,10 +33,7 @@ fn pick(ids: &[&SessionId], reference: &str, root: &Path) -> anyhow::Result<Sess
         .collect();
     match matching.as_slice() {
         [one] => Ok((**one).clone()),
-        [] => bail!(
-            "no stored session matches `{reference}` under {} (dsh sessions list shows them)",
-            root.display()
-        ),
+        [] => Ok(SessionId::new(reference)),
         many => {
             let shown: Vec<&str> = many.iter().take(5).map(|id| id.as_str()).collect();
             let more = if many.len() > shown.len() {
@@ -82,17 +81,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_exact_id_wins_then_a_unique_prefix_and_ambiguity_is_an_error() {
+    fn an_exact_id_wins_then_a_unique_prefix_ambiguity_is_an_error_and_no_match_is_verbatim() {
         let a = SessionId::new("session-abc");
         let ab = SessionId::new("session-abcd");
         let x = SessionId::new("session-xyz");
         let ids = [&a, &ab, &x];
-        let root = Path::new("/sessions");
-        assert_eq!(pick(&ids, "session-abc", root).unwrap(), a);
-        assert_eq!(pick(&ids, "session-x", root).unwrap(), x);
-        let ambiguous = pick(&ids, "session-a", root).unwrap_err().to_string();
+        assert_eq!(pick(&ids, "session-abc").unwrap(), a);
+        assert_eq!(pick(&ids, "session-x").unwrap(), x);
+        let ambiguous = pick(&ids, "session-a").unwrap_err().to_string();
         assert!(ambiguous.contains("ambiguous: 2 sessions"), "{ambiguous}");
-        let none = pick(&ids, "nope", root).unwrap_err().to_string();
-        assert!(none.contains("no stored session matches `nope`"), "{none}");
+        assert_eq!(pick(&ids, "nope").unwrap(), SessionId::new("nope"));
     }
 }

@@ -12,10 +12,13 @@
 
 mod adapter;
 mod config;
+pub mod driver;
 mod http_error;
 mod models;
 mod request;
 pub mod request_log;
+mod responses;
+mod responses_adapter;
 mod secret;
 pub mod sse;
 mod translate;
@@ -29,5 +32,7 @@ pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
 pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
 pub use models::list_model_ids;
 pub use request_log::RequestLog;
+pub use responses::ResponsesTranslator;
+pub use responses_adapter::{ResponsesAdapter, openai_models};
 pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

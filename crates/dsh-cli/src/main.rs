@@ -20,10 +20,12 @@ mod piped;
 mod progress;
 mod render;
 mod run;
+mod secrets;
 mod session_ref;
 mod sessions;
 mod signals;
 mod sink;
+mod storage;
 mod terminal;
 
 use std::io::{IsTerminal, Write as _};
@@ -36,6 +38,8 @@ use crate::cli::{Cli, Command, ConfigCommand, HooksCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
+    // First, while dsh has a single thread: it may re-execute itself (see `secrets`).
+    secrets::protect();
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();

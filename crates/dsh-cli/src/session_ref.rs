@@ -74,6 +74,31 @@ pub async fn newest_in(store: &JsonlStore, cwd: &Path) -> anyhow::Result<Session
     }
 }
 
+/// The session a chat (line or full-screen) opens: `--resume REF` resolved to a stored id,
+/// `-c` to the newest session of the working directory, else none (a new session). Reads the
+/// store on a small runtime of its own, before the chat starts its own.
+pub fn for_chat(
+    settings: &crate::config::Settings,
+    cwd: Option<&Path>,
+    resume: Option<String>,
+    continue_last: bool,
+) -> anyhow::Result<Option<String>> {
+    if resume.is_none() && !continue_last {
+        return Ok(None);
+    }
+    let store = JsonlStore::new(settings.sessions_root());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let id = match resume {
+            Some(reference) => resolve(&store, &reference).await?,
+            None => newest_in(&store, &crate::workspace_dir(cwd.map(Path::to_path_buf))?).await?,
+        };
+        Ok(Some(id.to_string()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

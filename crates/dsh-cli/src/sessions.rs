@@ -104,7 +104,11 @@ pub async fn fork(store: &Arc<JsonlStore>, id: &str, at: Option<u64>) -> anyhow:
 }
 
 /// Runs a `sessions` subcommand against the store of `settings`; returns the exit status.
-pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCommand) -> i32 {
+pub fn main(
+    settings: anyhow::Result<Settings>,
+    command: &crate::cli::SessionsCommand,
+    plain: bool,
+) -> i32 {
     use crate::cli::SessionsCommand as C;
     let settings = match settings {
         Ok(s) => s,
@@ -114,7 +118,7 @@ pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCo
         }
     };
     if let C::Resume { id } = command {
-        return crate::chat::main(settings, None, Some(id.clone()), false);
+        return crate::tui::interactive(settings, None, Some(id.clone()), plain);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

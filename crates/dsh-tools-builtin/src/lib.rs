@@ -35,6 +35,7 @@ mod path;
 mod plugin;
 mod read;
 mod render;
+mod routed;
 mod todo;
 mod walk;
 mod write;

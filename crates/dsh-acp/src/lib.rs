@@ -54,6 +54,7 @@ mod modes;
 mod open;
 mod options;
 mod permission;
+mod plan;
 mod prompt;
 mod record;
 mod replay;

@@ -194,6 +194,9 @@ impl Translator {
             {
                 vec![SessionUpdate::AgentMessageChunk(chunk(retry_marker(data)))]
             }
+            EventKind::Other { type_name, .. } if type_name == dsh_session::TodoWrite::TYPE => {
+                crate::plan::plan_update(event).into_iter().collect()
+            }
             // A replacement result (compaction) rewrites history; the card already settled.
             EventKind::ToolResult(r)
                 if !matches!(event.surface_op, Some(SurfaceOp::Replace { .. })) =>

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use dsh_acp::{AcpOptions, ApprovalPolicy};
 use tokio::time::Instant;
 
-use crate::compose::{AgentSpec, agent_setup, compose_for_acp};
+use crate::compose::{agent_setup, compose_for_acp};
 use crate::config::{Settings, process_env};
 use crate::run::DRAIN;
 use crate::signals::Signals;
@@ -52,9 +52,10 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         } else {
             ApprovalPolicy::MutatingTools
         };
+        let spec = composed.agent_spec();
         let mut options = AcpOptions::new(composed.agent_options())
             .with_approval(approval)
-            .with_agent_setup(Arc::new(|| agent_setup(&AgentSpec::default())));
+            .with_agent_setup(Arc::new(move || agent_setup(&spec)));
         // Editor terminals inherit the editor's environment, secrets included.
         options.terminal_unset = crate::secrets::moved_names();
         options.terminal_unset.extend(

@@ -141,11 +141,11 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     say(&format!(
         "dsh {} — {} via {} in {} (/help for commands)",
         env!("CARGO_PKG_VERSION"),
-        settings.model.value,
+        composed.settings.model.value,
         settings.provider.value,
         cwd.display()
     ));
-    let spec = AgentSpec::default();
+    let spec = composed.agent_spec();
     let mut handle = match resume {
         Some(id) => open(&composed, Some(id), &cwd, &spec, &current, &say).await,
         None => None,
@@ -247,7 +247,16 @@ async fn open(
     say: &impl Fn(&str),
 ) -> Option<AgentHandle> {
     let resuming = resume.is_some();
-    let id = resume.map_or_else(SessionId::generate, SessionId::from);
+    let id = match resume {
+        Some(reference) => match crate::session_ref::resolve(&composed.store, &reference).await {
+            Ok(id) => id,
+            Err(e) => {
+                say(&format!("dsh: {e:#}"));
+                return None;
+            }
+        },
+        None => SessionId::generate(),
+    };
     *current.lock() = Some(id.clone());
     let created = if resuming {
         composed.resume_agent(id.clone(), spec).await

@@ -11,7 +11,7 @@ use crate::config::Overrides;
 /// chat in a terminal (`dsh` with no arguments), and over stored sessions (`dsh sessions`).
 ///
 /// Configuration: `$DSH_HOME/config.toml` (default `~/.dsh`), then environment variables
-/// (DSH_PROVIDER, DSH_MODEL, DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, OPENAI_API_KEY,
+/// (DSH_PROVIDER, DSH_MODEL, DSH_EFFORT, DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL, OPENAI_API_KEY,
 /// OPENAI_BASE_URL), then flags. `dsh config show` prints the result. Logs: DSH_LOG (filter,
 /// e.g. `debug`) and DSH_LOG_FILE (write them to a file instead of stderr).
 #[derive(Parser, Debug)]
@@ -27,6 +27,9 @@ pub struct Cli {
     /// What to do; without one, an interactive chat starts (stdin must be a terminal).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Without a command: continue the newest session of this directory in the chat.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_last: bool,
 }
 
 /// Model and workspace selection, accepted before or after the subcommand.
@@ -44,6 +47,9 @@ pub struct GlobalArgs {
     /// Working directory of a new session (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Reasoning effort of the model (e.g. `low`, `high`; DeepSeek also `off`, `max`).
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub effort: Option<String>,
 }
 
 impl GlobalArgs {
@@ -53,6 +59,7 @@ impl GlobalArgs {
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
+            effort: self.effort.clone(),
         }
     }
 }
@@ -63,7 +70,9 @@ pub enum Command {
     /// Run one task headless: the final answer on stdout, exit 0 only if the turn completed.
     ///
     /// Progress (streamed text, one line per tool call) goes to stderr when stderr is a
-    /// terminal. Standard input is never read. Exit codes: 0 completed, 1 not completed (error
+    /// terminal. `dsh run -` reads the task from standard input; with a task given, input
+    /// piped in (a pipe or a file, never a terminal or /dev/null) is attached to it, up to
+    /// 1 MiB. Exit codes: 0 completed, 1 not completed (error
     /// turns also print `dsh: CODE: message` on stderr), 2 usage error, 130 interrupted by
     /// SIGINT, 143 terminated by SIGTERM.
     Run(RunArgs),
@@ -96,16 +105,20 @@ pub struct AcpArgs {
 /// `dsh run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The task (the remaining arguments, joined with spaces).
+    /// The task (the remaining arguments, joined with spaces); `-` reads it from stdin.
     #[arg(required = true, trailing_var_arg = true, value_name = "TASK")]
     pub task: Vec<String>,
     /// `text` prints the final answer; `stream-json` prints one JSON object per session event
     /// and a final result object (see README).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
-    /// Continue a stored session instead of starting a new one.
+    /// Continue a stored session instead of starting a new one (a unique prefix of its id
+    /// will do).
     #[arg(long, value_name = "SESSION_ID")]
     pub resume: Option<String>,
+    /// Continue the newest session started in this working directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_last: bool,
     /// Stop (cancel with a hook cause, exit 1) when the agent asks for more than N model
     /// requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -126,9 +139,12 @@ pub enum OutputFormat {
 /// `dsh chat`.
 #[derive(Args, Debug, Default)]
 pub struct ChatArgs {
-    /// Continue a stored session.
+    /// Continue a stored session (a unique prefix of its id will do).
     #[arg(long, value_name = "SESSION_ID")]
     pub resume: Option<String>,
+    /// Continue the newest session started in this working directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_last: bool,
 }
 
 /// `dsh sessions …`.
@@ -138,12 +154,12 @@ pub enum SessionsCommand {
     List,
     /// A readable transcript of one session.
     Show {
-        /// The session id.
+        /// The session id, or a unique prefix of it.
         id: String,
     },
     /// Copy a session (up to and including event SEQ) into a new one; prints the new id.
     Fork {
-        /// The session to fork.
+        /// The session to fork (its id, or a unique prefix of it).
         id: String,
         /// The last event to keep (default: the last event); must not be inside a turn.
         #[arg(long, value_name = "SEQ")]
@@ -151,7 +167,7 @@ pub enum SessionsCommand {
     },
     /// Continue a stored session in the interactive chat.
     Resume {
-        /// The session id.
+        /// The session id, or a unique prefix of it.
         id: String,
     },
 }

@@ -7,7 +7,7 @@
 //! `AGENTS.md`.
 //! [`Composed::shutdown`] unwinds it in the order durability needs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -72,6 +72,10 @@ pub struct AgentSpec {
     /// Stop the agent (cancel with a hook cause) once it asks for more than this many model
     /// requests.
     pub max_turns: Option<u32>,
+    /// Send this reasoning effort with every model request (`--effort`, `reasoning_effort`).
+    pub reasoning_effort: Option<String>,
+    /// `$DSH_HOME`, whose `AGENTS.md` holds the person's instructions for every project.
+    pub home: Option<PathBuf>,
 }
 
 /// A composed harness.
@@ -100,16 +104,23 @@ pub struct Composed {
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
     crate::storage::check_writable(&settings.sessions_root())?;
     let ctx = Context::new();
+    // A keyless local server nobody named a model for is asked for one first.
+    let mut settings = settings.clone();
+    settings.ask_server_for_model().await;
+    let settings = &settings;
     if let Some(warning) =
         crate::config::models::unknown_model_warning(&settings.catalog, &settings.model.value)
     {
         tracing::warn!("{warning}");
     }
+    let mut config = adapter_config(settings.selected(), settings.catalog.clone());
+    if let (Some(effort), ProviderConfig::OpenAi(openai)) =
+        (&settings.reasoning_effort, &mut config)
+    {
+        crate::effort::offer(openai, &settings.model.value, &effort.value);
+    }
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
-    let lazy = Arc::new(LazyAdapter::spawn(adapter_config(
-        settings.selected(),
-        settings.catalog.clone(),
-    )));
+    let lazy = Arc::new(LazyAdapter::spawn(config));
     // Every configured key variable is hidden from commands, whatever its name.
     let shell = ShellConfig {
         hidden_env: settings
@@ -293,6 +304,20 @@ impl Composed {
         }
     }
 
+    /// The per-agent options every agent of this composition starts from (the configured
+    /// reasoning effort); a front end adds its own (`dsh run --max-turns`).
+    pub fn agent_spec(&self) -> AgentSpec {
+        AgentSpec {
+            max_turns: None,
+            home: Some(self.settings.home.value.clone()),
+            reasoning_effort: self
+                .settings
+                .reasoning_effort
+                .as_ref()
+                .map(|e| e.value.clone()),
+        }
+    }
+
     /// Creates a fresh persisted agent working in `cwd` (absolute).
     pub async fn create_agent(
         &self,
@@ -380,11 +405,15 @@ impl Composed {
 /// the model-request budget. Public for `dsh acp`, whose bridge runs it for every session.
 pub fn agent_setup(spec: &AgentSpec) -> Setup {
     let max_turns = spec.max_turns;
+    let effort = spec.reasoning_effort.clone();
+    let home = spec.home.clone();
     Box::new(move |agent_ctx: Context| {
         async move {
             let cwd = dsh_agent::agent_of(&agent_ctx)
                 .and_then(|agent| agent.session().header().cwd.clone());
-            let section = cwd.and_then(|cwd| instructions::render(&instructions::discover(&cwd)));
+            let section = cwd.and_then(|cwd| {
+                instructions::render(&instructions::discover(&cwd, home.as_deref()))
+            });
             if let Some(text) = section {
                 let prompt = agent_ctx.require::<dsh_prompt::SystemPrompt>()?;
                 let _ = prompt.variable(
@@ -401,6 +430,9 @@ pub fn agent_setup(spec: &AgentSpec) -> Setup {
             }
             if let Some(max) = max_turns {
                 limit_model_requests(&agent_ctx, max)?;
+            }
+            if let Some(effort) = effort {
+                crate::effort::apply(&agent_ctx, effort)?;
             }
             Ok(None)
         }

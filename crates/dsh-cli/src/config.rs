@@ -13,8 +13,10 @@ use dsh_agent_loop::ConfiguredAgent;
 use dsh_llm::ModelCatalog;
 use serde::Deserialize;
 
+mod effort;
 mod empty;
 pub mod models;
+mod route;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,13 +31,15 @@ pub enum Source {
     Env(&'static str),
     /// A command-line flag.
     Flag(&'static str),
+    /// Not set anywhere (a model the selected provider has no default for).
+    Unset,
 }
 
 impl Source {
     /// Precedence rank: flags beat the environment, which beats the file.
     fn rank(&self) -> u8 {
         match self {
-            Self::Default | Self::ProviderDefault => 0,
+            Self::Default | Self::ProviderDefault | Self::Unset => 0,
             Self::File => 1,
             Self::Env(_) => 2,
             Self::Flag(_) => 3,
@@ -51,6 +55,7 @@ impl fmt::Display for Source {
             Self::File => f.write_str("file"),
             Self::Env(name) => write!(f, "env {name}"),
             Self::Flag(name) => write!(f, "flag {name}"),
+            Self::Unset => f.write_str("unset"),
         }
     }
 }
@@ -119,6 +124,8 @@ pub struct Overrides {
     pub model: Option<String>,
     /// `--base-url` (applies to the selected provider)
     pub base_url: Option<String>,
+    /// `--effort`
+    pub effort: Option<String>,
 }
 
 /// The effective configuration.
@@ -138,6 +145,8 @@ pub struct Settings {
     pub max_parallel_tool_calls: Sourced<usize>,
     /// Per-request output cap (`None`: the adapter's default).
     pub max_tokens: Option<Sourced<u32>>,
+    /// Reasoning effort of the selected model (`None`: the model's default).
+    pub reasoning_effort: Option<Sourced<String>>,
     /// Every known provider, builtin and configured.
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
@@ -170,6 +179,7 @@ struct FileDefaults {
     model: Option<toml::Spanned<String>>,
     max_parallel_tool_calls: Option<toml::Spanned<usize>>,
     max_tokens: Option<toml::Spanned<u32>>,
+    reasoning_effort: Option<toml::Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +189,7 @@ struct FileProvider {
     base_url: Option<String>,
     api_key_env: Option<String>,
     models: Option<Vec<toml::Spanned<String>>>,
+    reasoning_effort: Option<toml::Spanned<String>>,
 }
 
 /// DeepSeek's public API root.
@@ -327,6 +338,11 @@ impl Settings {
             FileConfig::default()
         };
         let mut providers = builtin_providers(env);
+        let provider_efforts: BTreeMap<String, toml::Spanned<String>> = file
+            .providers
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.reasoning_effort.clone()?)))
+            .collect();
         for (name, fp) in file.providers {
             let at = || {
                 let line = line_of(&text, &format!("[providers.{name}]"));
@@ -427,13 +443,9 @@ impl Settings {
             other => match (provider_default, other) {
                 (Some(value), _) => Sourced::new(value, Source::ProviderDefault),
                 (None, Some((value, source))) => Sourced::new(value, source),
-                (None, None) => bail!(
-                    "no model chosen for provider `{}`: pass --model, set DSH_MODEL, or set \
-                     `model` under [defaults] (or `models` under [providers.{}]) in {}",
-                    provider.value,
-                    provider.value,
-                    config_path.display()
-                ),
+                // Not an error yet: `config show` must still show everything else, and a
+                // local server may name its own model (see `route`).
+                (None, None) => Sourced::new(String::new(), Source::Unset),
             },
         };
 
@@ -452,7 +464,21 @@ impl Settings {
             ),
             other => other.map(|n| Sourced::new(n.into_inner(), Source::File)),
         };
-        let catalog = models::catalog(file.models, &config_path, &text)?;
+        let reasoning_effort = effort::resolve(
+            effort::EffortInputs {
+                flag: flags.effort.as_deref(),
+                env: env("DSH_EFFORT"),
+                model: file
+                    .models
+                    .get(&model.value)
+                    .and_then(|m| m.get_ref().reasoning_effort.as_ref()),
+                provider: provider_efforts.get(&provider.value),
+                defaults: file.defaults.reasoning_effort.as_ref(),
+            },
+            &config_path,
+            &text,
+        )?;
+        let catalog = models::catalog(&file.models, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -461,6 +487,7 @@ impl Settings {
             model,
             max_parallel_tool_calls,
             max_tokens,
+            reasoning_effort,
             providers,
             agents: file.agents,
             catalog,
@@ -486,7 +513,9 @@ impl Settings {
     /// Fails, naming the variable to set, when the selected provider needs a key that is not
     /// in the environment. Checked before any request so a missing key never costs a round
     /// trip or a half-started session.
+    /// The route is checked first ([`Settings::check_route`]).
     pub fn check_credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+        self.check_route()?;
         let p = self.selected();
         if let Some(var) = &p.api_key_env
             && env(&var.value).is_none()
@@ -534,11 +563,16 @@ impl Settings {
             format!("provider = {}", q(&self.provider.value)),
             &self.provider.source,
         );
-        line(
-            &mut out,
-            format!("model = {}", q(&self.model.value)),
-            &self.model.source,
-        );
+        match self.model.source {
+            Source::Unset => {
+                let _ = writeln!(out, "# model unset: {}", self.missing_model_note());
+            }
+            _ => line(
+                &mut out,
+                format!("model = {}", q(&self.model.value)),
+                &self.model.source,
+            ),
+        }
         line(
             &mut out,
             format!(
@@ -553,6 +587,18 @@ impl Settings {
                 &mut out,
                 "# max_tokens unset".to_owned(),
                 &"default: the model's own cap",
+            ),
+        }
+        match &self.reasoning_effort {
+            Some(e) => line(
+                &mut out,
+                format!("reasoning_effort = {}", q(&e.value)),
+                &e.source,
+            ),
+            None => line(
+                &mut out,
+                "# reasoning_effort unset".to_owned(),
+                &"default: the model's own",
             ),
         }
         for p in self.providers.values() {
@@ -747,6 +793,7 @@ mod tests {
             provider: Some("deepseek".into()),
             model: Some("from-flag".into()),
             base_url: Some("http://flag".into()),
+            ..Overrides::default()
         };
         let s = Settings::resolve(&env, &flags).unwrap();
         assert_eq!(s.model.value, "from-flag");

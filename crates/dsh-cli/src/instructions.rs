@@ -2,14 +2,20 @@
 //! and rendered as one system-prompt section.
 //!
 //! Projects write their conventions in `AGENTS.md`; a nested directory may refine its parent's.
-//! The search stops at the filesystem root or at the first directory holding `.git` (the
-//! repository boundary: instructions of an enclosing checkout or of `$HOME` are not this
-//! project's). Files are rendered outermost first so the nearer, more specific file comes last.
+//! A directory without one may hold a `CLAUDE.md` instead (many projects already have one), which
+//! is read in its place. The search stops at the filesystem root or at the first directory
+//! holding `.git` (the repository boundary: instructions of an enclosing checkout or of `$HOME`
+//! are not this project's). A person's own conventions for every project live in
+//! `$DSH_HOME/AGENTS.md`; they are the most general, so they come first. Files are rendered
+//! outermost first so the nearer, more specific file comes last.
 
 use std::path::{Path, PathBuf};
 
 /// The file name looked for in each directory.
 pub const FILE_NAME: &str = "AGENTS.md";
+
+/// Read in a directory that has no [`FILE_NAME`].
+pub const FALLBACK_FILE_NAME: &str = "CLAUDE.md";
 
 /// Upper bound on the instruction text put into the prompt (all files together).
 pub const BUDGET_BYTES: usize = 64 * 1024;
@@ -25,34 +31,55 @@ pub struct Instruction {
     pub truncated: bool,
 }
 
-/// The `AGENTS.md` files that apply to `cwd`, outermost first, within [`BUDGET_BYTES`].
+/// The instruction files that apply to `cwd`, outermost first, within [`BUDGET_BYTES`]: one
+/// per directory up to the repository boundary (`AGENTS.md`, else `CLAUDE.md`), preceded by
+/// the user-wide `AGENTS.md` in `home` (`$DSH_HOME`) when there is one.
 ///
 /// The budget is spent nearest first, so when the files are too large it is the outer, more
-/// general instructions that are cut.
-pub fn discover(cwd: &Path) -> Vec<Instruction> {
-    discover_with_budget(cwd, BUDGET_BYTES)
+/// general instructions (the user-wide file last of all) that are cut.
+pub fn discover(cwd: &Path, home: Option<&Path>) -> Vec<Instruction> {
+    discover_with_budget(cwd, home, BUDGET_BYTES)
 }
 
-fn discover_with_budget(cwd: &Path, budget: usize) -> Vec<Instruction> {
+fn discover_with_budget(cwd: &Path, home: Option<&Path>, budget: usize) -> Vec<Instruction> {
     let mut found = Vec::new();
     let mut left = budget;
-    for dir in cwd.ancestors() {
-        let path = dir.join(FILE_NAME);
-        if left > 0
-            && let Some(text) = read_bounded(&path, left)
-            && !text.trim().is_empty()
-        {
-            let (text, truncated) = truncate(text, left);
-            left -= text.len();
-            found.push(Instruction {
-                path,
-                text,
-                truncated,
-            });
+    let mut take = |path: PathBuf, found: &mut Vec<Instruction>| {
+        if left == 0 {
+            return false;
         }
+        let Some(text) = read_bounded(&path, left) else {
+            return false;
+        };
+        if text.trim().is_empty() {
+            return true;
+        }
+        let (text, truncated) = truncate(text, left);
+        left -= text.len();
+        found.push(Instruction {
+            path,
+            text,
+            truncated,
+        });
+        true
+    };
+    let mut seen_home = false;
+    for dir in cwd.ancestors() {
+        // A file that exists (even empty) is this directory's choice; only a missing
+        // AGENTS.md lets CLAUDE.md speak.
+        if !take(dir.join(FILE_NAME), &mut found) {
+            take(dir.join(FALLBACK_FILE_NAME), &mut found);
+        }
+        seen_home |= home.is_some_and(|h| crate::same_dir(h, dir));
         if dir.join(".git").exists() {
             break;
         }
+    }
+    // `$DSH_HOME` inside the project (or the project itself) was already read above.
+    if let Some(home) = home
+        && !seen_home
+    {
+        take(home.join(FILE_NAME), &mut found);
     }
     found.reverse();
     found
@@ -109,7 +136,8 @@ pub fn render(files: &[Instruction]) -> Option<String> {
     }
     let mut out = String::from(
         "Instructions from AGENTS.md files for this workspace (outermost first; where they \
-         disagree, the nearer directory's file wins):",
+         disagree, the nearer directory's file wins; a CLAUDE.md stands in for a directory's \
+         AGENTS.md):",
     );
     for f in files {
         out.push_str(&format!("\n\n<agents-md path=\"{}\">\n", f.path.display()));
@@ -141,7 +169,7 @@ mod tests {
         std::fs::write(outside.join(FILE_NAME), "outside").unwrap();
         std::fs::write(repo.join(FILE_NAME), "repo").unwrap();
         std::fs::write(sub.join(FILE_NAME), "sub").unwrap();
-        let found = discover(&sub.join("deeper"));
+        let found = discover(&sub.join("deeper"), None);
         let texts: Vec<_> = found.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(texts, ["repo", "sub"]);
         let section = render(&found).unwrap();
@@ -153,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         std::fs::write(dir.path().join(FILE_NAME), b"use caf\xe9 style\n").unwrap();
-        let found = discover(dir.path());
+        let found = discover(dir.path(), None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].text, "use caf\u{fffd} style\n");
     }
@@ -163,7 +191,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         std::fs::write(dir.path().join(FILE_NAME), "é".repeat(100)).unwrap();
-        let found = discover_with_budget(dir.path(), 11);
+        let found = discover_with_budget(dir.path(), None, 11);
         assert_eq!(found[0].text, "é".repeat(5));
         assert!(found[0].truncated);
     }
@@ -175,7 +203,7 @@ mod tests {
         std::fs::create_dir(&inner).unwrap();
         std::fs::create_dir(inner.join(".git")).unwrap();
         std::fs::write(inner.join(FILE_NAME), "x".repeat(30)).unwrap();
-        let found = discover_with_budget(&inner, 10);
+        let found = discover_with_budget(&inner, None, 10);
         assert_eq!(found.len(), 1);
         assert!(found[0].truncated);
         assert_eq!(found[0].text.len(), 10);
@@ -186,6 +214,37 @@ mod tests {
     fn no_files_no_section() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
-        assert_eq!(render(&discover(dir.path())), None);
+        assert_eq!(render(&discover(dir.path(), None)), None);
+    }
+
+    #[test]
+    fn claude_md_stands_in_only_where_there_is_no_agents_md() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path();
+        let sub = repo.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        std::fs::write(repo.join(FALLBACK_FILE_NAME), "repo claude").unwrap();
+        std::fs::write(sub.join(FILE_NAME), "sub agents").unwrap();
+        std::fs::write(sub.join(FALLBACK_FILE_NAME), "sub claude").unwrap();
+        let texts: Vec<_> = discover(&sub, None).into_iter().map(|f| f.text).collect();
+        assert_eq!(texts, ["repo claude", "sub agents"]);
+    }
+
+    #[test]
+    fn the_user_wide_file_comes_first_and_is_cut_first() {
+        let root = tempfile::tempdir().unwrap();
+        let (home, repo) = (root.path().join("home"), root.path().join("repo"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::write(home.join(FILE_NAME), "mine everywhere").unwrap();
+        std::fs::write(repo.join(FILE_NAME), "project").unwrap();
+        let found = discover(&repo, Some(&home));
+        let texts: Vec<_> = found.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["mine everywhere", "project"]);
+        let cut = discover_with_budget(&repo, Some(&home), 11);
+        assert_eq!(cut[0].text, "mine");
+        assert!(cut[0].truncated);
+        assert_eq!(cut[1].text, "project");
     }
 }

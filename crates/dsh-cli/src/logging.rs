@@ -1,5 +1,7 @@
 //! Diagnostics with `tracing`: to stderr, or to the file named by `DSH_LOG_FILE`, filtered by
 //! `DSH_LOG` (default `warn`). Never to stdout: stdout carries answers and machine output.
+//! `DSH_LOG=debug` shows each model request (provider, URL, bytes, status, timing, usage) and
+//! `trace` their bodies, keys redacted (see `dsh-llm-openai`).
 
 use std::fs::OpenOptions;
 use std::sync::Mutex;
@@ -51,5 +53,11 @@ pub fn init() {
             ),
         }
     }
-    let _ = builder.with_writer(std::io::stderr).try_init();
+    // Colour codes only where a person reads them: a captured or redirected stderr (CI logs,
+    // an editor's ACP log pane) gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = builder
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -11,17 +11,22 @@ mod chat;
 mod cli;
 mod compose;
 mod config;
+mod effort;
 mod hooks;
 mod instructions;
 mod lazy_adapter;
 mod logging;
+mod piped;
+mod progress;
 mod render;
 mod run;
 mod secrets;
+mod session_ref;
 mod sessions;
 mod signals;
 mod sink;
 mod storage;
+mod terminal;
 mod tui;
 mod usage;
 
@@ -44,7 +49,15 @@ fn main() {
     let code = match cli.command {
         Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
         Some(Command::Chat(args)) => match Settings::load(&overrides) {
-            Ok(settings) => tui::interactive(settings, cli.global.cwd, args.resume, cli.plain),
+            Ok(settings) => match session_ref::for_chat(
+                &settings,
+                cli.global.cwd.as_deref(),
+                args.resume,
+                args.continue_last,
+            ) {
+                Ok(resume) => tui::interactive(settings, cli.global.cwd, resume, cli.plain),
+                Err(e) => fail(&e),
+            },
             Err(e) => fail(&e),
         },
         Some(Command::Sessions(command)) => {
@@ -71,7 +84,15 @@ fn main() {
             Err(e) => acp::unconfigured::main(&e),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
-            Ok(settings) => tui::interactive(settings, cli.global.cwd, None, cli.plain),
+            Ok(settings) => match session_ref::for_chat(
+                &settings,
+                cli.global.cwd.as_deref(),
+                None,
+                cli.continue_last,
+            ) {
+                Ok(resume) => tui::interactive(settings, cli.global.cwd, resume, cli.plain),
+                Err(e) => fail(&e),
+            },
             Err(e) => fail(&e),
         },
         None => {

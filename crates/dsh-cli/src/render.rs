@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use dsh_session::{
-    CallId, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk, ToolResult,
-    TurnEndReason, clip_chars,
+    CallId, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk, TodoWrite,
+    ToolResult, TurnEndReason, clip_chars,
 };
 use serde_json::Value;
 
@@ -103,6 +103,16 @@ impl Renderer {
                     self.line(&mut out, &format!("[turn {} {text}]", t.turn));
                 }
             },
+            EventKind::Other { type_name, .. } if type_name == TodoWrite::TYPE => {
+                if let Some(write) = TodoWrite::of(event) {
+                    self.newline(&mut out);
+                    out.push_str(&crate::progress::todo_lines(&write));
+                }
+            }
+            EventKind::Other { type_name, data } if type_name == "llm/retry" => {
+                let line = crate::progress::retry_line(data);
+                self.line(&mut out, &line);
+            }
             EventKind::Other { type_name, data }
                 if self.mode == Mode::Transcript && type_name == dsh_hooks::runner::HOOK_RESULT =>
             {

@@ -2,9 +2,11 @@
 //!
 //! Contract: the final assistant text on stdout (`\n`-terminated, even when empty); exit 0 only
 //! when the last turn completed, 1 otherwise (an error turn also prints `dsh: CODE: message`
-//! on stderr); 2 for usage errors; 130 after SIGINT, 143 after SIGTERM. Standard input is never
-//! read. Progress goes to stderr only when stderr is a terminal; `--output-format stream-json`
-//! prints session events as JSON lines on stdout instead of the answer.
+//! on stderr); 2 for usage errors; 130 after SIGINT, 143 after SIGTERM. Standard input is read
+//! only when it is a pipe or a file ([`crate::piped`]), never a terminal. Progress goes to
+//! stderr only when stderr is a terminal (where the streamed answer is not printed again on
+//! stdout when both are the same terminal); `--output-format stream-json` prints session events
+//! as JSON lines on stdout instead of the answer.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -32,11 +34,17 @@ pub const USAGE: i32 = 2;
 
 /// Runs `dsh run`; returns the exit status.
 pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathBuf>) -> i32 {
-    let task = args.task.join(" ");
-    if task.trim().is_empty() {
-        eprintln!("dsh: the task is empty\n\nUsage: dsh run [OPTIONS] <TASK>...");
-        return USAGE;
-    }
+    let task = match crate::piped::task(&args.task) {
+        crate::piped::Task::Text(task) => task,
+        crate::piped::Task::Usage(message) => {
+            eprintln!("dsh: {message}\n\nUsage: dsh run [OPTIONS] <TASK>...");
+            return USAGE;
+        }
+        crate::piped::Task::Failed(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
     let settings = match settings {
         Ok(s) => s,
         Err(e) => {
@@ -207,9 +215,22 @@ async fn drive(
         OutputFormat::StreamJson | OutputFormat::Json
     );
     let cwd = workspace.dir;
-    let id = match &args.resume {
-        Some(id) => SessionId::new(id.as_str()),
-        None => SessionId::generate(),
+    let resuming = args.resume.is_some() || args.continue_last;
+    let picked = match (&args.resume, args.continue_last) {
+        (Some(reference), _) => crate::session_ref::resolve(&composed.store, reference).await,
+        (None, true) => crate::session_ref::newest_in(&composed.store, &cwd).await,
+        (None, false) => Ok(SessionId::generate()),
+    };
+    let id = match picked {
+        Ok(id) => id,
+        Err(e) => {
+            if args.output_format == OutputFormat::StreamJson {
+                let named = SessionId::new(args.resume.as_deref().unwrap_or_default());
+                print_result_line(&named, 1, None, "");
+            }
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
     };
     let progress = args.output_format == OutputFormat::Text && std::io::stderr().is_terminal();
     let sink = match args.output_format {
@@ -235,10 +256,12 @@ async fn drive(
     };
     let spec = AgentSpec {
         max_turns: args.max_turns,
+        ..composed.agent_spec()
     };
-    let created = match &args.resume {
-        Some(_) => composed.resume_agent(id.clone(), &spec).await,
-        None => composed.create_agent(id.clone(), &cwd, &spec).await,
+    let created = if resuming {
+        composed.resume_agent(id.clone(), &spec).await
+    } else {
+        composed.create_agent(id.clone(), &cwd, &spec).await
     };
     let handle = match created {
         Ok(h) => h,
@@ -298,6 +321,8 @@ async fn drive(
     }
     let code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
     match args.output_format {
+        // The answer streamed on stderr is already on the screen stdout would print to.
+        OutputFormat::Text if progress && crate::terminal::same_terminal() => {}
         OutputFormat::Text => {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{}", outcome.text).and_then(|()| stdout.flush());
@@ -316,6 +341,13 @@ async fn drive(
     }
     if let Some(TurnEndReason::Error { error }) = &outcome.reason {
         eprintln!("dsh: {error}");
+    }
+    // On a terminal the live feed already said so; elsewhere exit 1 must not be silent.
+    if outcome.reason == Some(TurnEndReason::MaxTokens) && !progress {
+        eprintln!(
+            "dsh: the answer stopped at the output-token limit (raise `max_tokens` under \
+             [defaults] in config.toml)"
+        );
     }
     if progress {
         if let Some(compaction) = composed.compaction() {

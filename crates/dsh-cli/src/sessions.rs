@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use dsh_session::{Persistence, SessionId};
+use dsh_session::Persistence;
 use dsh_store_jsonl::JsonlStore;
 
 use crate::config::Settings;
@@ -63,7 +63,7 @@ pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
 /// repairs nor locks the file, so a session running in another dsh can be watched; a last turn
 /// without its end is shown as such.
 pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
-    let id = SessionId::new(id);
+    let id = crate::session_ref::resolve(store, id).await?;
     let stored = store.read(&id).await?;
     let mut out = String::new();
     let h = &stored.header;
@@ -98,7 +98,8 @@ pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
 
 /// `dsh sessions fork ID [--at SEQ]`: returns the new session's id.
 pub async fn fork(store: &Arc<JsonlStore>, id: &str, at: Option<u64>) -> anyhow::Result<String> {
-    let header = store.fork(&SessionId::new(id), at, None).await?;
+    let source = crate::session_ref::resolve(store, id).await?;
+    let header = store.fork(&source, at, None).await?;
     Ok(header.id.to_string())
 }
 

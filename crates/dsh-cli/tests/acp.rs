@@ -275,3 +275,66 @@ fn sigint_runs_the_bridge_teardown_answers_the_held_prompt_cancelled_and_exits_1
     assert_eq!(stderr, "", "a graceful stop logs nothing");
     assert_stopped_in_order(&w, &done, &busy);
 }
+
+/// A fresh `dsh acp` with one session whose prompt `text` ended `end_turn`; its id.
+fn answered(w: &World, text: &str) -> (Acp, String) {
+    let mut acp = Acp::spawn(w);
+    acp.initialize();
+    let session_id = acp.new_session(w);
+    let prompt = acp.prompt(&session_id, text);
+    let done = acp.response(prompt);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    (acp, session_id)
+}
+
+#[test]
+fn a_todo_write_reaches_the_editor_as_a_plan_update() {
+    let w = World::new();
+    let todos = json!([
+        {"content": "read the code", "status": "completed"},
+        {"content": "fix the bug", "status": "in_progress"}
+    ]);
+    w.server
+        .push(MockResponse::tool_call(
+            "call_todo",
+            "todo_write",
+            &json!({ "todos": todos }).to_string(),
+        ))
+        .push(MockResponse::text("on it"));
+    let (mut acp, _) = answered(&w, "plan it");
+    let plan = acp
+        .seen
+        .iter()
+        .find(|f| f["params"]["update"]["sessionUpdate"] == "plan")
+        .expect("a plan update");
+    assert_eq!(
+        plan["params"]["update"]["entries"],
+        json!([
+            {"content": "read the code", "priority": "medium", "status": "completed"},
+            {"content": "fix the bug", "priority": "medium", "status": "in_progress"}
+        ])
+    );
+    let (status, _) = acp.hang_up();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn acp_with_a_local_provider_and_no_model_starts_and_asks_the_server() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!(
+            "[defaults]\nprovider = \"local\"\n[providers.local]\nbase_url = \"{}/v1\"\n",
+            w.server.url()
+        ),
+    )
+    .unwrap();
+    w.server.serve_models(&["local-model"]);
+    w.server.push(MockResponse::text("local hello"));
+    let (mut acp, _) = answered(&w, "hi");
+    let requests = w.server.requests();
+    assert_eq!(requests[0].path, "/v1/models");
+    assert_eq!(requests[1].body["model"], "local-model");
+    let (status, _) = acp.hang_up();
+    assert_eq!(status.code(), Some(0));
+}

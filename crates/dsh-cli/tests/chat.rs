@@ -49,7 +49,12 @@ impl Screen {
 
 /// Starts `dsh` (no arguments) on a new pseudo-terminal.
 fn start_chat(w: &World) -> (std::process::Child, Screen) {
-    let pty = common::spawn_on_pty(w.dsh(&["--plain"]), 30, 100);
+    start_chat_with(w, &["--plain"])
+}
+
+/// Starts `dsh ARGS…` on a new pseudo-terminal.
+fn start_chat_with(w: &World, args: &[&str]) -> (std::process::Child, Screen) {
+    let pty = common::spawn_on_pty(w.dsh(args), 30, 100);
     let screen = Screen {
         bytes: pty.bytes,
         seen: String::new(),
@@ -145,4 +150,32 @@ fn ctrl_c_cancels_the_running_turn_not_the_chat() {
     wait_exit(&mut child, &screen);
     let id = w.only_session_id();
     dsh_session::check_balanced(&w.load(&id)).unwrap();
+}
+
+#[test]
+fn chat_continue_opens_the_newest_session_here_and_the_plan_is_shown() {
+    let w = World::new();
+    let todos =
+        serde_json::json!({"todos": [{"content": "write the test", "status": "in_progress"}]});
+    w.server
+        .push(MockResponse::text("first answer"))
+        .push(MockResponse::tool_call(
+            "call_t",
+            "todo_write",
+            &todos.to_string(),
+        ))
+        .push(MockResponse::text("continued answer"));
+    let out = w.output(&["run", "first"]);
+    assert_eq!(out.status.code(), Some(0));
+    let id = w.only_session_id();
+    let (mut child, mut screen) = start_chat_with(&w, &["--plain", "chat", "-c"]);
+    let at = screen.wait_for(&format!("resumed session {id} (1 turns)"), 0);
+    let at = screen.wait_for("› ", at);
+    screen.type_line("go on");
+    let at = screen.wait_for("[~] write the test", at);
+    let at = screen.wait_for("continued answer", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    assert_eq!(w.session_files().len(), 1, "the same session, no new file");
 }

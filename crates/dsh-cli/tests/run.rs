@@ -314,23 +314,6 @@ fn agents_md_and_the_persona_reach_the_system_prompt() {
 }
 
 #[test]
-fn the_run_never_reads_stdin() {
-    // stdin is a pipe nobody writes to or closes: a run that read it would hang.
-    let w = World::new();
-    w.server.push(MockResponse::text("no input needed"));
-    let mut child = w
-        .dsh(&["run", "go"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(stdout(&out), "no input needed\n");
-}
-
-#[test]
 fn the_error_reason_is_recorded_in_the_session_log() {
     let w = World::new();
     w.server.push(MockResponse::error_json(

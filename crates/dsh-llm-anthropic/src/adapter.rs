@@ -9,6 +9,7 @@ use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
     LlmFailure, ModelInfo, StreamChunk,
 };
+use dsh_llm_openai::RequestLog;
 use dsh_llm_openai::driver::{SseRequest, WireTranslator, endpoint_url, http_client, stream_sse};
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -136,6 +137,13 @@ impl Inner {
         let key = self.config.api_key.resolve()?;
         let model = self.config.model_info(&options.config.model);
         let body = build_body(&self.config, &model, options)?;
+        let log = RequestLog::sent(
+            &self.config.route,
+            &self.endpoint,
+            &options.config.model,
+            &body,
+            key.as_ref(),
+        );
         let mut request = self
             .client
             .post(&self.endpoint)
@@ -161,6 +169,7 @@ impl Inner {
             max_bytes: self.config.max_response_bytes,
             cancel: options.cancel.clone(),
             classify: Box::new(classify),
+            log,
         })
     }
 }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::OpenAiAdapterConfig;
 use crate::http_error::failure_from_response;
 use crate::request::build_body;
+use crate::request_log::RequestLog;
 use crate::secret::Secret;
 use crate::sse::{SseEvent, SseParser};
 use crate::translate::{Progress, Translator};
@@ -199,6 +200,7 @@ struct Running {
     idle: Duration,
     endpoint: String,
     key: Option<Secret>,
+    log: RequestLog,
 }
 
 /// Removes the key from a failure message. Providers and proxies sometimes echo the key in
@@ -217,6 +219,13 @@ impl Inner {
         let key = self.config.api_key.resolve()?;
         let model = self.config.model_info(&options.config.model);
         let body = build_body(&self.config, &model, &options)?;
+        let log = RequestLog::sent(
+            &self.config.route,
+            &self.endpoint,
+            &options.config.model,
+            &body,
+            key.as_ref(),
+        );
         let mut request = self
             .client
             .post(&self.endpoint)
@@ -245,24 +254,34 @@ impl Inner {
             biased;
             _ = cancel.cancelled() => return Err(aborted()),
             sent = tokio::time::timeout(idle, request.send()) => match sent {
-                Err(_) => return Err(self.timeout(idle, "waiting for the response")),
+                Err(_) => {
+                    let failure = self.timeout(idle, "waiting for the response");
+                    log.failed(&failure);
+                    return Err(failure);
+                }
                 Ok(Err(e)) => {
                     let failure = LlmFailure::new(
                         FailureCode::Transport,
                         format!("could not reach {}: {}", self.endpoint, error_chain(&e)),
                     );
-                    return Err(redact(key.as_ref(), failure));
+                    let failure = redact(key.as_ref(), failure);
+                    log.failed(&failure);
+                    return Err(failure);
                 }
                 Ok(Ok(response)) => response,
             },
         };
         let status = response.status();
+        log.head(status.as_u16());
         if !status.is_success() {
             let headers = response.headers().clone();
             let body = read_error_body(response, idle, &cancel).await?;
+            log.body(&body, key.as_ref());
             let failure =
                 failure_from_response(&self.config.route, status.as_u16(), &headers, &body);
-            return Err(redact(key.as_ref(), failure));
+            let failure = redact(key.as_ref(), failure);
+            log.failed(&failure);
+            return Err(failure);
         }
         if is_json(response.headers()) {
             let body = read_error_body(response, idle, &cancel).await?;
@@ -283,6 +302,7 @@ impl Inner {
             idle,
             endpoint: self.endpoint.clone(),
             key,
+            log,
         }))
     }
 
@@ -385,6 +405,7 @@ impl Running {
     async fn next_item(mut self: Box<Self>) -> Option<(Item, State)> {
         loop {
             if let Some(chunk) = self.pending.pop_front() {
+                self.log.chunk(&chunk, self.received);
                 let last = matches!(chunk, StreamChunk::Finish { .. });
                 let next = if last {
                     State::Done
@@ -394,7 +415,7 @@ impl Running {
                 return Some((Ok(chunk), next));
             }
             if let Some(failure) = self.failure.take() {
-                return Some((Err(self.redact(failure)), State::Done));
+                return self.fail(failure);
             }
             let read = tokio::select! {
                 biased;
@@ -411,7 +432,7 @@ impl Running {
                             self.idle.as_secs_f64()
                         ),
                     );
-                    return Some((Err(failure), State::Done));
+                    return self.fail(failure);
                 }
                 Ok(None) => {
                     let failure = if self.received == 0 {
@@ -424,7 +445,7 @@ impl Running {
                     } else {
                         self.translator.ended_early()
                     };
-                    return Some((Err(failure), State::Done));
+                    return self.fail(failure);
                 }
                 Ok(Some(Err(e))) => {
                     let failure = LlmFailure::new(
@@ -435,7 +456,7 @@ impl Running {
                             error_chain(&e)
                         ),
                     );
-                    return Some((Err(self.redact(failure)), State::Done));
+                    return self.fail(failure);
                 }
                 Ok(Some(Ok(bytes))) => self.consume(&bytes),
             }
@@ -444,6 +465,7 @@ impl Running {
 
     /// Parses and translates one read's worth of bytes into `pending` (or `failure`).
     fn consume(&mut self, bytes: &[u8]) {
+        self.log.body(bytes, self.key.as_ref());
         self.received = self.received.saturating_add(bytes.len() as u64);
         if self.received > self.max_received {
             self.failure = Some(LlmFailure::new(
@@ -481,5 +503,12 @@ impl Running {
 
     fn redact(&self, failure: LlmFailure) -> LlmFailure {
         redact(self.key.as_ref(), failure)
+    }
+
+    /// Ends the stream with `failure`, redacted and logged.
+    fn fail(&self, failure: LlmFailure) -> Option<(Item, State)> {
+        let failure = self.redact(failure);
+        self.log.failed(&failure);
+        Some((Err(failure), State::Done))
     }
 }

@@ -13,6 +13,7 @@ use futures::stream::BoxStream;
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+use crate::request_log::RequestLog;
 use crate::secret::Secret;
 use crate::sse::{SseEvent, SseParser};
 
@@ -46,6 +47,8 @@ pub struct SseRequest {
     pub cancel: CancellationToken,
     /// How error responses are classified.
     pub classify: ErrorClassifier,
+    /// The request's diagnostics (`DSH_LOG=debug`), started when the body was built.
+    pub log: RequestLog,
 }
 
 /// Streams `request`, translating its events with `translator`. Exactly one terminal item
@@ -95,6 +98,7 @@ struct Running<T> {
     idle: Duration,
     endpoint: String,
     key: Option<Secret>,
+    log: RequestLog,
 }
 
 /// `{base_url}{path}` for a route, refusing a base URL that is not an absolute http(s) URL or
@@ -188,27 +192,35 @@ async fn open<T: WireTranslator>(
         max_bytes,
         cancel,
         classify,
+        log,
     } = request;
     let response = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(aborted()),
         sent = tokio::time::timeout(idle, request.send()) => match sent {
-            Err(_) => return Err(LlmFailure::new(
-                FailureCode::Timeout,
-                format!("no data from {endpoint} for {} s while waiting for the response",
-                    idle.as_secs_f64()),
-            )),
+            Err(_) => {
+                let failure = LlmFailure::new(
+                    FailureCode::Timeout,
+                    format!("no data from {endpoint} for {} s while waiting for the response",
+                        idle.as_secs_f64()),
+                );
+                log.failed(&failure);
+                return Err(failure);
+            }
             Ok(Err(e)) => {
                 let failure = LlmFailure::new(
                     FailureCode::Transport,
                     format!("could not reach {endpoint}: {}", error_chain(&e)),
                 );
-                return Err(redact(key.as_ref(), failure));
+                let failure = redact(key.as_ref(), failure);
+                log.failed(&failure);
+                return Err(failure);
             }
             Ok(Ok(response)) => response,
         },
     };
     let status = response.status();
+    log.head(status.as_u16());
     if !status.is_success() {
         let headers = response.headers().clone();
         let mut response = response;
@@ -223,10 +235,10 @@ async fn open<T: WireTranslator>(
             let room = MAX_ERROR_BODY - body.len();
             body.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
-        return Err(redact(
-            key.as_ref(),
-            classify(status.as_u16(), &headers, &body),
-        ));
+        log.body(&body, key.as_ref());
+        let failure = redact(key.as_ref(), classify(status.as_u16(), &headers, &body));
+        log.failed(&failure);
+        return Err(failure);
     }
     Ok(Box::new(Running {
         body: response.bytes_stream().boxed(),
@@ -241,6 +253,7 @@ async fn open<T: WireTranslator>(
         idle,
         endpoint,
         key,
+        log,
     }))
 }
 
@@ -248,6 +261,7 @@ impl<T: WireTranslator> Running<T> {
     async fn next_item(mut self: Box<Self>) -> Option<(Item, State<T>)> {
         loop {
             if let Some(chunk) = self.pending.pop_front() {
+                self.log.chunk(&chunk, self.received);
                 let next = if matches!(chunk, StreamChunk::Finish { .. }) {
                     State::Done
                 } else {
@@ -256,7 +270,7 @@ impl<T: WireTranslator> Running<T> {
                 return Some((Ok(chunk), next));
             }
             if let Some(failure) = self.failure.take() {
-                return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
+                return self.fail(failure);
             }
             let read = tokio::select! {
                 biased;
@@ -290,11 +304,19 @@ impl<T: WireTranslator> Running<T> {
                     continue;
                 }
             };
-            return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
+            return self.fail(failure);
         }
     }
 
+    /// Ends the stream with `failure`, redacted and logged.
+    fn fail(&self, failure: LlmFailure) -> Option<(Item, State<T>)> {
+        let failure = redact(self.key.as_ref(), failure);
+        self.log.failed(&failure);
+        Some((Err(failure), State::Done))
+    }
+
     fn consume(&mut self, bytes: &[u8]) {
+        self.log.body(bytes, self.key.as_ref());
         self.received = self.received.saturating_add(bytes.len() as u64);
         if self.received > self.max_bytes {
             self.failure = Some(LlmFailure::new(

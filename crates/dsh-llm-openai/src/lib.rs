@@ -14,7 +14,9 @@ mod adapter;
 mod config;
 pub mod driver;
 mod http_error;
+mod models;
 mod request;
+pub mod request_log;
 mod responses;
 mod responses_adapter;
 mod secret;
@@ -28,6 +30,8 @@ pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
 /// Error classification shared with the other HTTP adapters (Anthropic), so every provider's
 /// failures get the same codes and the same cleaned-up messages.
 pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
+pub use models::list_model_ids;
+pub use request_log::RequestLog;
 pub use responses::ResponsesTranslator;
 pub use responses_adapter::{ResponsesAdapter, openai_models};
 pub use secret::{ApiKeySource, Secret};

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::OpenAiAdapterConfig;
 use crate::driver::{SseRequest, endpoint_url, http_client, stream_sse};
 use crate::http_error::failure_from_response;
+use crate::request_log::RequestLog;
 use crate::responses::{ResponsesTranslator, build_body};
 
 /// OpenAI's main models (their windows, output ceilings, efforts and prices are the model
@@ -80,6 +81,13 @@ impl Inner {
         let key = self.config.api_key.resolve()?;
         let model = self.config.model_info(&options.config.model);
         let body = build_body(&model, options)?;
+        let log = RequestLog::sent(
+            &self.config.route,
+            &self.endpoint,
+            &options.config.model,
+            &body,
+            key.as_ref(),
+        );
         let mut request = self
             .client
             .post(&self.endpoint)
@@ -108,6 +116,7 @@ impl Inner {
             classify: Box::new(move |status, headers, body| {
                 failure_from_response(&route, status, headers, body)
             }),
+            log,
         })
     }
 }

@@ -27,6 +27,7 @@ mod session;
 pub mod store;
 pub mod stream;
 mod surface;
+pub mod todo;
 
 pub use error::SessionError;
 pub use event::{
@@ -52,3 +53,4 @@ pub use store::{
     SessionFlush, SessionStore,
 };
 pub use stream::{BlockType, FailureCode, FinishReason, LlmFailure, StreamChunk, TokenUsage};
+pub use todo::{TodoItem, TodoStatus, TodoWrite, current_todos};

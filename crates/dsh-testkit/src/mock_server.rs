@@ -66,6 +66,7 @@ struct Shared {
     violations: Mutex<Vec<String>>,
     received: watch::Sender<usize>,
     disconnects: watch::Sender<usize>,
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// A scripted OpenAI-compatible chat-completions server on `127.0.0.1`.
@@ -121,6 +122,7 @@ impl MockServer {
             violations: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             disconnects: watch::Sender::new(0),
+            models: Mutex::new(None),
         });
         let shutdown = CancellationToken::new();
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -169,6 +171,13 @@ impl MockServer {
         responder: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static,
     ) -> &Self {
         *self.shared.responder.lock() = Some(Arc::new(responder));
+        self
+    }
+
+    /// Answers `GET …/models` with `ids` in OpenAI's list shape (as llama.cpp's server and
+    /// Ollama do) instead of a 404. The request is recorded like any other.
+    pub fn serve_models(&self, ids: &[&str]) -> &Self {
+        *self.shared.models.lock() = Some(ids.iter().map(|id| (*id).to_owned()).collect());
         self
     }
 
@@ -298,6 +307,16 @@ impl Shared {
             requests.len()
         };
         self.received.send_replace(number);
+        if request.method == "GET"
+            && route.ends_with("/models")
+            && let Some(ids) = self.models.lock().clone()
+        {
+            let data: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "object": "model", "owned_by": "mock"}))
+                .collect();
+            return MockResponse::error(200, json!({"object": "list", "data": data}).to_string());
+        }
         let known = route.ends_with("/chat/completions")
             || route.ends_with("/v1/messages")
             || route.ends_with("/responses");

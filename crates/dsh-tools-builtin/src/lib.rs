@@ -11,6 +11,7 @@
 //! - `read`, `write` and `edit` work on files relative to the session's working directory,
 //!   with a read-before-write policy kept per session in [`FileObservations`].
 //! - `glob` and `grep` search with ripgrep's walker and searcher, honouring `.gitignore`.
+//! - `todo_write` keeps the session's checklist as durable `todo/write` events.
 //!
 //! [`BuiltinToolsPlugin`] registers all of them, provides the observation service and delivers
 //! completion notices of background tasks to their owning agents.
@@ -35,6 +36,7 @@ mod plugin;
 mod read;
 mod render;
 mod routed;
+mod todo;
 mod walk;
 mod write;
 
@@ -49,4 +51,5 @@ pub use notice::NOTICE_PLUGIN;
 pub use observe::{FS_NOT_OBSERVED, FS_STALE_VERSION, FileObservations, FileVersion, Violation};
 pub use plugin::BuiltinToolsPlugin;
 pub use read::{ReadArgs, ReadTool};
+pub use todo::{TodoArg, TodoArgStatus, TodoWriteArgs, TodoWriteTool};
 pub use write::{WriteArgs, WriteTool};

@@ -17,10 +17,11 @@ use crate::grep::GrepTool;
 use crate::notice;
 use crate::observe::FileObservations;
 use crate::read::ReadTool;
+use crate::todo::TodoWriteTool;
 use crate::write::WriteTool;
 
-/// Registers `bash`, `bash_output`, `bash_kill`, `read`, `write`, `edit`, `glob` and `grep`
-/// in the [`ToolRuntime`] through the context it is applied with (global when applied on the
+/// Registers `bash`, `bash_output`, `bash_kill`, `read`, `write`, `edit`, `glob`, `grep` and
+/// `todo_write` in the [`ToolRuntime`] through the context it is applied with (global when applied on the
 /// root context, one agent's when applied on its scoped context), provides the
 /// [`FileObservations`] service unless one is already provided, announces the end of owned
 /// background tasks to their agents, and stops and forgets the background tasks of a disposed
@@ -59,7 +60,7 @@ impl Plugin for BuiltinToolsPlugin {
                 fence::release_tasks_of(&lookup, agent.id());
             })?;
         }
-        let tools: [Arc<dyn Tool>; 8] = [
+        let tools: [Arc<dyn Tool>; 9] = [
             Arc::new(BashTool::new(ctx.clone())),
             Arc::new(BashOutputTool::new(ctx.clone())),
             Arc::new(BashKillTool::new(ctx.clone())),
@@ -68,6 +69,7 @@ impl Plugin for BuiltinToolsPlugin {
             Arc::new(EditTool::new(observations)),
             Arc::new(GlobTool),
             Arc::new(GrepTool),
+            Arc::new(TodoWriteTool),
         ];
         for tool in tools {
             let _ = runtime.register(ctx, tool)?;

@@ -6,22 +6,48 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::bail;
-use dsh_llm::catalog::FactsOrigin;
+use dsh_llm::catalog::{FactsOrigin, ModelPrice};
 use dsh_llm::{ModelCatalog, ModelOverride};
+use serde::Deserialize;
 
 use super::located;
 
-/// One `[models."ID"]` table as read, with where it starts for error messages.
-pub(super) type FileModels = BTreeMap<String, toml::Spanned<ModelOverride>>;
+/// One `[models."ID"]` table: the model's facts over the catalog, and its reasoning effort
+/// (the most specific level of `reasoning_effort`, see `config::effort`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileModel {
+    context_window: Option<u64>,
+    max_output_tokens: Option<u32>,
+    price: Option<ModelPrice>,
+    pub(super) reasoning_effort: Option<toml::Spanned<String>>,
+}
+
+impl FileModel {
+    fn facts(&self) -> ModelOverride {
+        ModelOverride {
+            context_window: self.context_window,
+            max_output_tokens: self.max_output_tokens,
+            price: self.price,
+        }
+    }
+}
+
+/// The `[models."ID"]` tables as read, with where each starts for error messages.
+pub(super) type FileModels = BTreeMap<String, toml::Spanned<FileModel>>;
 
 /// The catalog the configuration describes: the built-in rows with every `[models."ID"]`
 /// override. A zero window or ceiling, or a negative or non-finite price, is refused at the
 /// table's `file:line:column`.
-pub(super) fn catalog(models: FileModels, path: &Path, text: &str) -> anyhow::Result<ModelCatalog> {
+pub(super) fn catalog(
+    models: &FileModels,
+    path: &Path,
+    text: &str,
+) -> anyhow::Result<ModelCatalog> {
     let mut catalog = ModelCatalog::builtin();
     for (id, table) in models {
         let at = || located(path, text, table.span().start);
-        let facts = table.get_ref();
+        let facts = table.get_ref().facts();
         if facts.context_window == Some(0) {
             bail!(
                 "invalid config file {}: models.\"{id}\".context_window must be positive",
@@ -45,7 +71,10 @@ pub(super) fn catalog(models: FileModels, path: &Path, text: &str) -> anyhow::Re
                 at()
             );
         }
-        catalog = catalog.with_override(id, table.into_inner());
+        // A table that only sets `reasoning_effort` describes no facts.
+        if facts != ModelOverride::default() {
+            catalog = catalog.with_override(id.clone(), facts);
+        }
     }
     Ok(catalog)
 }

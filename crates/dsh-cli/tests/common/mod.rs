@@ -17,6 +17,7 @@ const SCRUBBED: &[&str] = &[
     "DSH_HOME",
     "DSH_PROVIDER",
     "DSH_MODEL",
+    "DSH_EFFORT",
     "DSH_LOG",
     "DSH_LOG_FILE",
     "DEEPSEEK_API_KEY",

@@ -1,0 +1,120 @@
+//! Naming a stored session without its full id: a unique prefix of the id (`dsh sessions show
+//! session-17a3`), or "the newest one here" (`dsh run -c`, `dsh chat -c`).
+//!
+//! Both read the store's listing (headers and file times), never a whole log.
+
+use std::path::Path;
+
+use anyhow::bail;
+use dsh_session::{Persistence, SessionId, SessionOrigin};
+use dsh_store_jsonl::JsonlStore;
+
+/// The stored session `reference` names: the session with exactly that id, else the only one
+/// whose id starts with it. More than one match is an error naming them. With no match the
+/// reference is taken as the id itself, so the store reports what is wrong with it (no such
+/// session, or a file it cannot list because it is broken) in its own specific words.
+pub async fn resolve(store: &JsonlStore, reference: &str) -> anyhow::Result<SessionId> {
+    let reference = reference.trim();
+    if reference.is_empty() {
+        bail!("the session id is empty");
+    }
+    let listings = store.listings().await?;
+    let ids: Vec<&SessionId> = listings.iter().map(|l| &l.header.id).collect();
+    pick(&ids, reference)
+}
+
+fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
+    if let Some(exact) = ids.iter().find(|id| id.as_str() == reference) {
+        return Ok((*exact).clone());
+    }
+    let matching: Vec<&&SessionId> = ids
+        .iter()
+        .filter(|id| id.as_str().starts_with(reference))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((**one).clone()),
+        [] => Ok(SessionId::new(reference)),
+        many => {
+            let shown: Vec<&str> = many.iter().take(5).map(|id| id.as_str()).collect();
+            let more = if many.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            };
+            bail!(
+                "`{reference}` is ambiguous: {} sessions start with it ({}{more}); give more of \
+                 the id",
+                many.len(),
+                shown.join(", ")
+            )
+        }
+    }
+}
+
+/// The most recently active top-level session started in `cwd` (subagent sessions, which a
+/// person did not start, are skipped).
+pub async fn newest_in(store: &JsonlStore, cwd: &Path) -> anyhow::Result<SessionId> {
+    let listings = store.listings().await?;
+    let newest = listings
+        .iter()
+        .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
+        .filter(|l| {
+            l.header
+                .cwd
+                .as_deref()
+                .is_some_and(|dir| crate::same_dir(dir, cwd))
+        })
+        .max_by_key(|l| l.last_activity);
+    match newest {
+        Some(l) => Ok(l.header.id.clone()),
+        None => bail!(
+            "no session to continue in {} (dsh sessions list shows every stored session)",
+            cwd.display()
+        ),
+    }
+}
+
+/// The session a chat (line or full-screen) opens: `--resume REF` resolved to a stored id,
+/// `-c` to the newest session of the working directory, else none (a new session). Reads the
+/// store on a small runtime of its own, before the chat starts its own.
+pub fn for_chat(
+    settings: &crate::config::Settings,
+    cwd: Option<&Path>,
+    resume: Option<String>,
+    continue_last: bool,
+) -> anyhow::Result<Option<String>> {
+    if resume.is_none() && !continue_last {
+        return Ok(None);
+    }
+    let store = JsonlStore::new(settings.sessions_root());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let id = match resume {
+            Some(reference) => resolve(&store, &reference).await?,
+            None => newest_in(&store, &crate::workspace_dir(cwd.map(Path::to_path_buf))?).await?,
+        };
+        Ok(Some(id.to_string()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn an_exact_id_wins_then_a_unique_prefix_ambiguity_is_an_error_and_no_match_is_verbatim() {
+        let a = SessionId::new("session-abc");
+        let ab = SessionId::new("session-abcd");
+        let x = SessionId::new("session-xyz");
+        let ids = [&a, &ab, &x];
+        assert_eq!(pick(&ids, "session-abc").unwrap(), a);
+        assert_eq!(pick(&ids, "session-x").unwrap(), x);
+        let ambiguous = pick(&ids, "session-a").unwrap_err().to_string();
+        assert!(ambiguous.contains("ambiguous: 2 sessions"), "{ambiguous}");
+        assert_eq!(pick(&ids, "nope").unwrap(), SessionId::new("nope"));
+    }
+}

@@ -21,6 +21,7 @@ use crate::result::ShellRunResult;
 use crate::spec::{ShellExecRequest, ShellExecSpec, resolve_request};
 use crate::spill::SpillDir;
 use crate::stop::{StopCause, StopLatch};
+use crate::supervise::Supervision;
 use crate::task::{TaskDone, TaskId, TaskInfo, TaskOutput};
 
 /// How many completion notices a slow subscriber may fall behind before it loses some.
@@ -51,6 +52,8 @@ pub struct LocalShellExecutor {
     drivers: TaskTracker,
     notices: broadcast::Sender<TaskDone>,
     spill_dir: Arc<SpillDir>,
+    /// Starts commands under a confining supervisor program when set (dsh-guard).
+    supervision: Option<Arc<dyn Supervision>>,
 }
 
 #[derive(Debug, Default)]
@@ -77,7 +80,16 @@ impl LocalShellExecutor {
             drivers: TaskTracker::new(),
             notices: broadcast::channel(NOTICE_CAPACITY).0,
             spill_dir: Arc::default(),
+            supervision: None,
         })
+    }
+
+    /// Runs every command under `supervision`'s supervisor program (sandbox and containment of
+    /// every descendant) instead of the built-in `/bin/sh` group supervisor. A refusal by the
+    /// supervision fails the command before anything is spawned.
+    pub fn with_supervision(mut self, supervision: Arc<dyn Supervision>) -> Self {
+        self.supervision = Some(supervision);
+        self
     }
 
     /// The settings this executor was built with.
@@ -105,13 +117,14 @@ impl LocalShellExecutor {
             command: &spec.command,
             workdir: &spec.workdir,
             env: &env,
+            unconfined: spec.unconfined,
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,
             max_spill_bytes: self.config.max_spill_bytes,
             spill_dir: self.spill_dir.clone(),
         };
-        CommandProcess::spawn(&launch, &limits)
+        CommandProcess::spawn(&launch, &limits, self.supervision.as_deref())
     }
 
     /// Stops every command and marks the executor disposed; shared by `dispose` and `Drop`.

@@ -30,6 +30,9 @@ pub struct ShellExecRequest {
     /// Stops the command (kill ladder) when cancelled; a token that is already cancelled makes
     /// `run`/`start` refuse without spawning anything.
     pub cancel: Option<CancellationToken>,
+    /// Run this one command outside the sandbox (an approved escalation); it is still
+    /// contained. Meaningless without a [`Supervision`](crate::Supervision).
+    pub unconfined: bool,
 }
 
 impl ShellExecRequest {
@@ -61,6 +64,9 @@ pub struct ShellExecSpec {
     pub owner: Option<String>,
     /// Cancellation of this command.
     pub cancel: Option<CancellationToken>,
+    /// Run this one command outside the sandbox (an approved escalation); it is still
+    /// contained. Meaningless without a [`Supervision`](crate::Supervision).
+    pub unconfined: bool,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -86,6 +92,7 @@ pub fn resolve_request(
         env: req.env,
         owner: req.owner,
         cancel: req.cancel,
+        unconfined: req.unconfined,
     })
 }
 

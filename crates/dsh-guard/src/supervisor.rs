@@ -1,0 +1,290 @@
+//! The per-command supervisor: dsh re-executed in a hidden mode (`dsh __supervise …`, or the
+//! `dsh-guard-supervisor` binary in tests), speaking dsh-shell's supervision protocol
+//! ([`dsh_shell::supervise`]).
+//!
+//! It makes itself a child subreaper, starts `bash -c <command>` in a process group of its own
+//! (confined by Landlock with `no_new_privs` when the mode asks for it, applied in the child
+//! before exec so every descendant inherits it), relays the executor's stop/kill requests,
+//! and when `bash` has ended (or the executor is gone) kills and reaps every remaining
+//! descendant before it reports and exits. The supervisor itself stays outside the command's
+//! Landlock domain, so the signal scope keeps the command from killing it.
+//!
+//! Any failure to confine refuses the command (`SANDBOX_UNAVAILABLE` on its stderr, exit
+//! code 126): it never runs unconfined.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+
+use landlock::{RulesetCreated, RulesetStatus};
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+use parking_lot::Mutex;
+
+use dsh_shell::supervise::{CONTINUE, KILL, Report, ReportStatus, STOP};
+
+use crate::mode::SandboxMode;
+use crate::sweep::sweep;
+
+/// The argument that selects supervisor mode in the `dsh` binary (dispatched before anything
+/// else in `main`).
+pub const SUPERVISE_ARG: &str = "__supervise";
+
+/// Exit code of a command the supervisor refused to start (as a shell's "cannot execute").
+pub const REFUSED_CODE: i32 = 126;
+
+/// What the executor asked for (see [`crate::SandboxPolicy::supervisor_args`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Args {
+    mode: SandboxMode,
+    network: bool,
+    writes: Vec<PathBuf>,
+    command: OsString,
+}
+
+impl Args {
+    fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Self, String> {
+        let mut args = args.into_iter();
+        let mut mode = None;
+        let mut network = true;
+        let mut writes = Vec::new();
+        loop {
+            let Some(flag) = args.next() else {
+                return Err("missing `-- <command>`".into());
+            };
+            let flag = flag.to_string_lossy().into_owned();
+            if flag == "--" {
+                break;
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--mode" => {
+                    mode = Some(
+                        value
+                            .to_string_lossy()
+                            .parse::<SandboxMode>()
+                            .map_err(|e| e.to_string())?,
+                    );
+                }
+                "--network" => network = value == "on",
+                "--write" => writes.push(PathBuf::from(value)),
+                other => return Err(format!("unknown flag {other}")),
+            }
+        }
+        let command = args.next().ok_or("missing the command")?;
+        Ok(Self {
+            mode: mode.ok_or("missing --mode")?,
+            network,
+            writes,
+            command,
+        })
+    }
+}
+
+/// Runs the supervisor with `args` (everything after [`SUPERVISE_ARG`]) and returns the
+/// process exit code. Its stdin must be the control socket, its stdout/stderr the command's
+/// output.
+pub fn supervise(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match Args::parse(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("dsh supervisor: {e}");
+            return 2;
+        }
+    };
+    let control = match nix::unistd::dup(std::io::stdin()) {
+        Ok(fd) => UnixStream::from(fd),
+        Err(e) => {
+            eprintln!("dsh supervisor: no control socket on stdin: {e}");
+            return 2;
+        }
+    };
+    // Orphans of the command reparent to us instead of init: the heart of containment.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        return refuse(&control, &format!("cannot become a child subreaper: {e}"));
+    }
+    let (status, leftovers) = match run(&args, &control) {
+        Ok(done) => done,
+        Err(message) => return refuse(&control, &message),
+    };
+    let status = match (status.code(), status.signal()) {
+        (Some(code), _) => ReportStatus::Code(code),
+        (None, Some(signal)) => ReportStatus::Signal(signal),
+        (None, None) => ReportStatus::Code(REFUSED_CODE),
+    };
+    report(&control, status, leftovers);
+    0
+}
+
+/// Starts `bash`, relays control bytes until it ends, then kills and reaps every remaining
+/// descendant; returns its status and how many leftovers were killed.
+fn run(args: &Args, control: &UnixStream) -> Result<(ExitStatus, u32), String> {
+    // Read-only commands get a private temp dir, removed once every descendant is gone.
+    let private_tmp = match args.mode {
+        SandboxMode::ReadOnly => Some(
+            tempfile::Builder::new()
+                .prefix("dsh-ro-")
+                .tempdir()
+                .map_err(|e| format!("cannot create the private temp dir: {e}"))?,
+        ),
+        _ => None,
+    };
+    let mut writes = args.writes.clone();
+    let mut bash = Command::new("bash");
+    bash.arg("-c")
+        .arg(&args.command)
+        .stdin(Stdio::null())
+        .process_group(0);
+    if let Some(dir) = &private_tmp {
+        writes.push(dir.path().to_path_buf());
+        bash.env("TMPDIR", dir.path());
+    }
+    if args.mode.confines() {
+        let ruleset = crate::landlock::ruleset(&writes, args.network)
+            .map_err(|e| format!("cannot build the Landlock ruleset: {e}"))?;
+        confine_before_exec(&mut bash, ruleset);
+    }
+    let mut child = bash
+        .spawn()
+        .map_err(|e| format!("cannot start the confined command: {e}"))?;
+    let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    // True while `bash` is unreaped: its pid, the group id, cannot be recycled until then.
+    let open = Arc::new(Mutex::new(true));
+    relay_control(control, pgid, open.clone());
+    // Wait for `bash` to end without reaping it, so its pid (the group id) stays ours while
+    // the group is killed.
+    while let Err(nix::errno::Errno::EINTR) =
+        waitid(Id::Pid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+    {}
+    {
+        let mut open = open.lock();
+        let _ = killpg(pgid, Signal::SIGKILL);
+        *open = false;
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("lost the command's status: {e}"));
+    let leftovers = sweep();
+    drop(private_tmp);
+    Ok((status?, leftovers))
+}
+
+/// Applies the ruleset (and `no_new_privs`) in the forked child just before `exec`.
+///
+/// The supervisor is single-threaded when it spawns `bash` (the control thread starts later),
+/// so the child may run ordinary Rust between fork and exec: the landlock crate's calls
+/// allocate, which is only unsafe after forking a multi-threaded process. A ruleset the
+/// kernel did not enforce at all fails the spawn: never run unconfined.
+#[allow(unsafe_code)]
+fn confine_before_exec(bash: &mut Command, ruleset: RulesetCreated) {
+    let mut ruleset = Some(ruleset);
+    // SAFETY: see above; the closure runs once, in a single-threaded child.
+    unsafe {
+        bash.pre_exec(move || {
+            let ruleset = ruleset
+                .take()
+                .ok_or_else(|| std::io::Error::other("the ruleset was already applied"))?;
+            let status = ruleset
+                .restrict_self()
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
+                return Err(std::io::Error::other(
+                    "Landlock did not enforce the ruleset",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A thread turning control bytes into signals to the command's group; end of file (the
+/// executor dropped the command, or dsh died) kills the group.
+fn relay_control(control: &UnixStream, pgid: Pid, open: Arc<Mutex<bool>>) {
+    let Ok(mut control) = control.try_clone() else {
+        // Without a relay, nobody could stop the command: kill it now.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        return;
+    };
+    let signal = move |signal| {
+        if *open.lock() {
+            let _ = killpg(pgid, signal);
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("dsh-supervisor-control".into())
+        .spawn(move || {
+            let mut buf = [0u8; 16];
+            loop {
+                match control.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        for byte in &buf[..n] {
+                            match *byte {
+                                STOP => signal(Signal::SIGTERM),
+                                CONTINUE => signal(Signal::SIGCONT),
+                                KILL => signal(Signal::SIGKILL),
+                                _ => {}
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            signal(Signal::SIGKILL);
+        });
+    if spawned.is_err() {
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+}
+
+/// Refuses the command: the reason on its stderr (the model reads it), and a report of exit
+/// code 126.
+fn refuse(control: &UnixStream, message: &str) -> i32 {
+    eprintln!(
+        "dsh: SANDBOX_UNAVAILABLE: {message}. The command was not run. Rerun dsh with \
+         `--sandbox danger-full-access` to run commands without the sandbox."
+    );
+    report(control, ReportStatus::Code(REFUSED_CODE), sweep());
+    0
+}
+
+fn report(mut control: &UnixStream, status: ReportStatus, leftovers: u32) {
+    let text = Report { status, leftovers }.encode();
+    // A failed write means the executor is gone; nobody is left to tell.
+    let _ = control.write_all(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn arguments_round_trip_from_the_policy() {
+        let mut policy = crate::SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/");
+        policy.network = false;
+        let mut args = policy.supervisor_args(false);
+        args.push("echo hi".into());
+        let parsed = Args::parse(args).unwrap();
+        assert_eq!(parsed.mode, SandboxMode::WorkspaceWrite);
+        assert!(!parsed.network);
+        assert!(parsed.writes.contains(&PathBuf::from("/")));
+        assert_eq!(parsed.command, "echo hi");
+    }
+
+    #[test]
+    fn malformed_arguments_are_refused() {
+        assert!(Args::parse(os(&["--mode", "full", "--", "x"])).is_err());
+        assert!(Args::parse(os(&["--mode", "read-only"])).is_err());
+        assert!(Args::parse(os(&["--mode", "read-only", "--"])).is_err());
+    }
+}

@@ -9,10 +9,17 @@
 //!   before exec (so every descendant inherits it), and kills every remaining descendant when
 //!   the command ends, is stopped, or dsh dies. A confining mode that cannot be enforced is
 //!   refused with `SANDBOX_UNAVAILABLE`, never run unconfined.
+//! - [`Guard`] decides every tool call from the rules (deny > ask > allow), the mode and the
+//!   [`ApprovalPolicy`]; [`install`] puts it on `tools/pre-execute` and logs each decision in
+//!   the session (`approval/decided`). Asking the user is the front end's
+//!   [`dsh_tools::Approver`].
 
+mod approval;
 mod landlock;
 mod mode;
+mod plugin;
 mod policy;
+mod rules;
 mod shell;
 mod supervisor;
 mod sweep;
@@ -20,7 +27,12 @@ mod sweep;
 pub use crate::landlock::{
     ABI_PIN, KernelProbe, LandlockProbe, Unavailable, UnavailableProbe, ruleset,
 };
+pub use approval::{
+    ApprovalPolicy, CallView, Decision, Guard, Rules, UnknownPolicy, Verdict, is_safe_command,
+};
 pub use mode::{SandboxMode, UnknownMode};
+pub use plugin::{DECISION_EVENT, Installed, describe_decision, install};
 pub use policy::{DEVICE_ROOTS, SandboxPolicy};
+pub use rules::{CallFacts, Rule, RuleAction, RuleError};
 pub use shell::{GuardSupervision, SANDBOX_UNAVAILABLE, SupervisorProgram};
 pub use supervisor::{REFUSED_CODE, SUPERVISE_ARG, supervise};

@@ -40,6 +40,12 @@ pub struct GlobalArgs {
     /// Working directory of a new session (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Where commands may write: read-only, workspace-write (default) or danger-full-access.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub sandbox: Option<dsh_guard::SandboxMode>,
+    /// When to ask before a call: ask (chat, acp default), never (`dsh run` default) or auto.
+    #[arg(long, global = true, value_name = "POLICY")]
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 impl GlobalArgs {
@@ -49,6 +55,8 @@ impl GlobalArgs {
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
+            sandbox: self.sandbox,
+            approval: self.approval,
         }
     }
 }

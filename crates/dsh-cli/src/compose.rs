@@ -60,6 +60,8 @@ pub struct ComposeOptions {
     /// Start the `[[agents]]` of the config file with the loop (long-lived front ends only;
     /// `dsh run` drives exactly one agent of its own).
     pub start_configured_agents: bool,
+    /// The front end's approval policy when none is configured (`None`: ask).
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 /// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
@@ -88,6 +90,8 @@ pub struct Composed {
     tools: PluginHandle,
     subagents: PluginHandle,
     registration: AdapterRegistration,
+    /// Keeps the guard's pipeline listeners registered.
+    _guard: dsh_guard::Installed,
 }
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
@@ -104,7 +108,11 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
             .collect(),
         ..ShellConfig::default()
     };
-    let executor = Arc::new(LocalShellExecutor::new(shell).context("cannot start the shell")?);
+    let executor = Arc::new(
+        LocalShellExecutor::new(shell)
+            .context("cannot start the shell")?
+            .with_supervision(crate::guard::supervision(settings)),
+    );
     ctx.provide::<dyn ShellExecutor>(executor.clone())?;
     // Persistence first: it must hear every session event from the first agent on, and it is
     // unmounted last so the loop's final `turn/end`s are drained to disk.
@@ -141,6 +149,8 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
+    let approval = options.approval.unwrap_or(dsh_guard::ApprovalPolicy::Ask);
+    let guard = crate::guard::install(&ctx, settings, approval)?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -161,6 +171,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         tools,
         subagents,
         registration: adapter,
+        _guard: guard,
     })
 }
 
@@ -171,6 +182,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
         settings,
         ComposeOptions {
             start_configured_agents: true,
+            approval: None,
         },
     )
     .await

@@ -12,6 +12,8 @@ use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
 use serde::Deserialize;
 
+pub mod guard;
+
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
@@ -109,6 +111,10 @@ pub struct Overrides {
     pub model: Option<String>,
     /// `--base-url` (applies to the selected provider)
     pub base_url: Option<String>,
+    /// `--sandbox`
+    pub sandbox: Option<dsh_guard::SandboxMode>,
+    /// `--approval`
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 /// The effective configuration.
@@ -132,6 +138,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// `[sandbox]`, `[permissions]` and their flags.
+    pub guard: guard::GuardSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +151,10 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    sandbox: guard::FileSandbox,
+    #[serde(default)]
+    permissions: guard::FilePermissions,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -402,6 +414,7 @@ impl Settings {
             ),
             other => other.map(|n| Sourced::new(n.into_inner(), Source::File)),
         };
+        let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -412,6 +425,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            guard,
         })
     }
 
@@ -545,6 +559,7 @@ impl Settings {
                 &p.models.source,
             );
         }
+        guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         if !self.agents.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(
@@ -686,6 +701,7 @@ mod tests {
             provider: Some("deepseek".into()),
             model: Some("from-flag".into()),
             base_url: Some("http://flag".into()),
+            ..Overrides::default()
         };
         let s = Settings::resolve(&env, &flags).unwrap();
         assert_eq!(s.model.value, "from-flag");

@@ -7,10 +7,12 @@
 //! (`AGENTS.md`), [`signals`] and [`logging`].
 
 mod acp;
+mod approve;
 mod chat;
 mod cli;
 mod compose;
 mod config;
+mod guard;
 mod instructions;
 mod lazy_adapter;
 mod logging;
@@ -30,6 +32,12 @@ use crate::cli::{Cli, Command, ConfigCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
+    // The per-command supervisor is dsh re-executed: dispatched before anything else runs
+    // (no clap, logging or runtime), so it stays single-threaded and cheap.
+    let mut raw = std::env::args_os();
+    if raw.nth(1).is_some_and(|a| a == dsh_guard::SUPERVISE_ARG) {
+        std::process::exit(dsh_guard::supervise(raw));
+    }
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();

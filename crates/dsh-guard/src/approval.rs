@@ -199,8 +199,20 @@ pub struct CallView<'a> {
 }
 
 impl Guard {
-    /// Decides one call.
+    /// Decides one call; the caller's working directory is its session's workspace.
     pub fn decide(&self, call: &CallView<'_>) -> Decision {
+        if call.cwd.is_some_and(|cwd| cwd != self.sandbox.workspace) {
+            let scoped = Guard {
+                sandbox: self.sandbox.for_workspace(call.cwd),
+                approval: self.approval,
+                rules: self.rules.clone(),
+            };
+            return scoped.decide_here(call);
+        }
+        self.decide_here(call)
+    }
+
+    fn decide_here(&self, call: &CallView<'_>) -> Decision {
         let tool = call.tool.to_ascii_lowercase();
         let command = (tool == "bash")
             .then(|| call.arguments.get("command").and_then(Value::as_str))

@@ -54,6 +54,16 @@ impl SandboxPolicy {
         }
     }
 
+    /// This policy for a session whose workspace is `workspace` (when known): the writable
+    /// workspace is the session's, not dsh's starting directory.
+    pub fn for_workspace(&self, workspace: Option<&Path>) -> SandboxPolicy {
+        let mut policy = self.clone();
+        if let Some(workspace) = workspace {
+            policy.workspace = workspace.to_path_buf();
+        }
+        policy
+    }
+
     /// The directories a confined command may write (devices aside), canonicalized where
     /// they exist so a symlinked root still matches: none in `read-only` (the supervisor adds
     /// the command's private temp dir), the workspace, temp dirs and extra roots otherwise.

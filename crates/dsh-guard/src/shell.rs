@@ -83,7 +83,8 @@ impl Supervision for GuardSupervision {
             })?;
         }
         let mut args = self.program.args.clone();
-        args.extend(self.policy.supervisor_args(request.unconfined));
+        let policy = self.policy.for_workspace(request.workspace);
+        args.extend(policy.supervisor_args(request.unconfined));
         Ok(SupervisorLaunch {
             program: self.program.program.clone(),
             args,

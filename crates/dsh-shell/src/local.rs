@@ -118,6 +118,7 @@ impl LocalShellExecutor {
             workdir: &spec.workdir,
             env: &env,
             unconfined: spec.unconfined,
+            workspace: spec.workspace.as_deref(),
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,

@@ -143,6 +143,8 @@ pub(crate) struct Launch<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Approved to run outside the sandbox (still contained).
     pub unconfined: bool,
+    /// The session's workspace, when known.
+    pub workspace: Option<&'a Path>,
 }
 
 /// Where output goes.
@@ -273,6 +275,7 @@ impl CommandProcess {
             command: launch.command,
             workdir: launch.workdir,
             unconfined: launch.unconfined,
+            workspace: launch.workspace,
         };
         let SupervisorLaunch { program, args } = supervision.supervisor(&request)?;
         let spawn_error = |source| ShellError::Spawn {

@@ -33,6 +33,9 @@ pub struct ShellExecRequest {
     /// Run this one command outside the sandbox (an approved escalation); it is still
     /// contained. Meaningless without a [`Supervision`](crate::Supervision).
     pub unconfined: bool,
+    /// The session's workspace (writable under a confining sandbox), when known; a command's
+    /// `workdir` never widens what it may write.
+    pub workspace: Option<PathBuf>,
 }
 
 impl ShellExecRequest {
@@ -67,6 +70,9 @@ pub struct ShellExecSpec {
     /// Run this one command outside the sandbox (an approved escalation); it is still
     /// contained. Meaningless without a [`Supervision`](crate::Supervision).
     pub unconfined: bool,
+    /// The session's workspace (writable under a confining sandbox), when known; a command's
+    /// `workdir` never widens what it may write.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -93,6 +99,7 @@ pub fn resolve_request(
         owner: req.owner,
         cancel: req.cancel,
         unconfined: req.unconfined,
+        workspace: req.workspace,
     })
 }
 

@@ -92,6 +92,8 @@ pub struct SuperviseRequest<'a> {
     /// The call was approved to run outside the sandbox (an escalation): contain it, do not
     /// confine it.
     pub unconfined: bool,
+    /// The session's workspace, when the caller knows it.
+    pub workspace: Option<&'a Path>,
 }
 
 /// The supervisor to start: `program args…`, to which the executor appends the command as the

@@ -173,6 +173,7 @@ impl TypedTool for BashTool {
             cancel: (!background).then(|| call.cancel().clone()),
             // The guard's pre-execute policy only lets an escalation through once approved.
             unconfined: args.escalate,
+            workspace: call.caller().and_then(|c| c.cwd.clone()),
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {

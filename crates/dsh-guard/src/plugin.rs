@@ -14,13 +14,15 @@ use std::sync::Arc;
 
 use dsh_kernel::{Context, KernelError, Registration};
 use dsh_session::CallId;
+use dsh_session::ContentBlock;
 use dsh_tools::{
-    ExecView, PreExecute, ToolCallResult, ToolResultNotice, ToolsPreExecute, ToolsResult,
+    ExecView, PostExecute, PostExecuteInput, PreExecute, ToolCallResult, ToolResultNotice,
+    ToolsPostExecute, ToolsPreExecute, ToolsResult,
 };
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::approval::{CallView, Decision, Guard, Verdict};
+use crate::approval::{ApprovalPolicy, CallView, Decision, Guard, Verdict};
 
 /// The session event type of every guard decision and every answer to its questions.
 pub const DECISION_EVENT: &str = "approval/decided";
@@ -29,11 +31,12 @@ pub const DECISION_EVENT: &str = "approval/decided";
 #[must_use = "the guard is removed when this is dropped"]
 #[derive(Debug)]
 pub struct Installed {
-    _registrations: [Registration; 2],
+    _registrations: [Registration; 3],
 }
 
 /// Registers the guard on `ctx` (untagged: it hears every agent's calls, subagents included).
 pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelError> {
+    let guard_for_notes = guard.clone();
     let asked: Arc<Mutex<HashSet<CallId>>> = Arc::default();
     let pre = ctx.on_waterfall::<ToolsPreExecute, _>({
         let asked = asked.clone();
@@ -67,14 +70,85 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
             }
         }
     })?;
+    let noted = ctx.on_waterfall::<ToolsPostExecute, _>({
+        let guard = guard_for_notes;
+        move |input: PostExecuteInput, next| {
+            let note = sandbox_note(&guard, &input);
+            async move {
+                let inner = next.run(input.clone()).await?;
+                Ok(match (inner, note) {
+                    (PostExecute::Accept { content, contexts }, Some(note)) => {
+                        let mut content = content.unwrap_or_else(|| input.result().content.clone());
+                        content.push(ContentBlock::text(note));
+                        PostExecute::Accept {
+                            content: Some(content),
+                            contexts,
+                        }
+                    }
+                    (inner, _) => inner,
+                })
+            }
+        }
+    })?;
     let answered = ctx.on::<ToolsResult>(move |notice: &ToolResultNotice| {
         if asked.lock().remove(&notice.exec.call_id) {
             log_answer(&notice.exec, &notice.result);
         }
     })?;
     Ok(Installed {
-        _registrations: [pre, answered],
+        _registrations: [pre, noted, answered],
     })
+}
+
+/// One actionable line for a confined `bash` result that shows a denial the sandbox likely
+/// caused (spec/guard.md §6): paths outside the writable roots named in a `Permission
+/// denied` line, or a refused connection while the network is off. The output is kept.
+fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
+    let call = input.exec();
+    let escalated = call.arguments.get("escalate").and_then(Value::as_bool) == Some(true);
+    if call.name != "bash" || escalated || !guard.sandbox.mode.confines() {
+        return None;
+    }
+    let text = input.result().text();
+    let denials: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("Permission denied") || l.contains("Operation not permitted"))
+        .collect();
+    if denials.is_empty() {
+        return None;
+    }
+    let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+    let policy = guard.sandbox.for_workspace(cwd.as_deref());
+    let blocked: Vec<String> = denials
+        .iter()
+        .flat_map(|l| l.split([' ', ':', '\'', '"', '`']))
+        .filter(|token| token.starts_with('/'))
+        .filter(|token| !policy.allows_write(std::path::Path::new(token)))
+        .map(str::to_owned)
+        .collect();
+    let roots: Vec<String> = policy
+        .write_roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    let escalate = if guard.approval == ApprovalPolicy::Ask {
+        ", or escalate with `escalate: true` and a justification"
+    } else {
+        ""
+    };
+    if let Some(path) = blocked.first() {
+        return Some(format!(
+            "[sandbox] write to {path} blocked: outside the writable roots ({}). Write inside \
+             the workspace{escalate}.",
+            roots.join(", ")
+        ));
+    }
+    if !policy.network && text.contains("connect") {
+        return Some(format!(
+            "[sandbox] the network is off for commands (`[sandbox] network = false`){escalate}."
+        ));
+    }
+    None
 }
 
 fn log(call: &ExecView, guard: &Guard, decision: &Decision) {

@@ -154,3 +154,35 @@ async fn ask_reaches_the_approver_and_the_answer_is_logged() {
         assert_eq!(logged[1]["answer"], expected);
     }
 }
+
+#[tokio::test]
+async fn a_blocked_write_in_a_bash_result_is_explained() {
+    let (ctx, rt) = runtime();
+    let tool = common::fn_tool("bash", |_, _| {
+        Ok(dsh_tools::ToolOutput::text(
+            "bash: line 1: /etc/pwned: Permission denied\n[exit code: 1]",
+        ))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
+    let g = guard(
+        SandboxMode::WorkspaceWrite,
+        ApprovalPolicy::Ask,
+        Rules::default(),
+    );
+    let _guard = install(&ctx, g).unwrap();
+    let a = agent(&ctx, "a");
+    let result = rt
+        .run(&exec(
+            "bash",
+            r#"{"command":"echo > /etc/pwned"}"#,
+            Some(&a),
+        ))
+        .await;
+    let text = result.text();
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(
+        text.contains("[sandbox] write to /etc/pwned blocked: outside the writable roots"),
+        "{text}"
+    );
+    assert!(text.contains("escalate"), "{text}");
+}

@@ -9,6 +9,8 @@
 //!   before exec (so every descendant inherits it), and kills every remaining descendant when
 //!   the command ends, is stopped, or dsh dies. A confining mode that cannot be enforced is
 //!   refused with `SANDBOX_UNAVAILABLE`, never run unconfined.
+//! - [`SandboxPolicy::confined_command`] runs a long-lived program (an MCP server, a hook)
+//!   under the same Landlock policy, its stdio untouched.
 //! - [`Guard`] decides every tool call from the rules (deny > ask > allow), the mode and the
 //!   [`ApprovalPolicy`]; [`install`] puts it on `tools/pre-execute` and logs each decision in
 //!   the session (`approval/decided`). Asking the user is the front end's

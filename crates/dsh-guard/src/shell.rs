@@ -1,7 +1,7 @@
 //! The guard's side of dsh-shell's supervision seam: every command starts under the
 //! supervisor program with the session's sandbox policy, or is refused.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -31,6 +31,37 @@ impl SupervisorProgram {
             program: PathBuf::from("/proc/self/exe"),
             args: vec![SUPERVISE_ARG.into()],
         }
+    }
+}
+
+impl SandboxPolicy {
+    /// A command that runs `program args…` confined by this policy, for long-lived programs
+    /// dsh starts outside the shell (MCP servers, hooks): `supervisor` re-executed with
+    /// `--exec` applies the Landlock ruleset to itself, with `no_new_privs`, and execs the
+    /// program, so its stdio stays the caller's and every descendant inherits the confinement.
+    /// A confining mode that cannot be enforced exits 126 with `SANDBOX_UNAVAILABLE` on stderr
+    /// instead of starting the program. Unlike shell commands, its descendants are not swept
+    /// when it ends: the caller owns its lifetime. `read-only` gets no private temp dir.
+    pub fn confined_command<I, A>(
+        &self,
+        supervisor: &SupervisorProgram,
+        program: impl AsRef<OsStr>,
+        args: I,
+    ) -> std::process::Command
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        let mut policy_args = self.supervisor_args(false);
+        // `supervisor_args` ends with `--`; `--exec` goes before it.
+        policy_args.insert(policy_args.len() - 1, "--exec".into());
+        let mut command = std::process::Command::new(&supervisor.program);
+        command
+            .args(&supervisor.args)
+            .args(policy_args)
+            .arg(program)
+            .args(args);
+        command
     }
 }
 

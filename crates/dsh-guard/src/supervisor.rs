@@ -44,7 +44,10 @@ struct Args {
     mode: SandboxMode,
     network: bool,
     writes: Vec<PathBuf>,
-    command: OsString,
+    /// Exec `argv` confined instead of supervising `bash -c` (see [`crate::exec`]).
+    exec: bool,
+    /// After `--`: the `bash -c` script, or with `--exec` the program and its arguments.
+    argv: Vec<OsString>,
 }
 
 impl Args {
@@ -53,6 +56,7 @@ impl Args {
         let mut mode = None;
         let mut network = true;
         let mut writes = Vec::new();
+        let mut exec = false;
         loop {
             let Some(flag) = args.next() else {
                 return Err("missing `-- <command>`".into());
@@ -60,6 +64,10 @@ impl Args {
             let flag = flag.to_string_lossy().into_owned();
             if flag == "--" {
                 break;
+            }
+            if flag == "--exec" {
+                exec = true;
+                continue;
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
@@ -76,12 +84,18 @@ impl Args {
                 other => return Err(format!("unknown flag {other}")),
             }
         }
-        let command = args.next().ok_or("missing the command")?;
+        let argv: Vec<OsString> = args.collect();
+        match (exec, argv.len()) {
+            (_, 0) => return Err("missing the command".into()),
+            (false, 1) | (true, _) => {}
+            (false, _) => return Err("expected one command after `--`".into()),
+        }
         Ok(Self {
             mode: mode.ok_or("missing --mode")?,
             network,
             writes,
-            command,
+            exec,
+            argv,
         })
     }
 }
@@ -97,6 +111,9 @@ pub fn supervise(args: impl IntoIterator<Item = OsString>) -> i32 {
             return 2;
         }
     };
+    if args.exec {
+        return exec_confined(&args);
+    }
     let control = match nix::unistd::dup(std::io::stdin()) {
         Ok(fd) => UnixStream::from(fd),
         Err(e) => {
@@ -137,7 +154,7 @@ fn run(args: &Args, control: &UnixStream) -> Result<(ExitStatus, u32), String> {
     let mut writes = args.writes.clone();
     let mut bash = Command::new("bash");
     bash.arg("-c")
-        .arg(&args.command)
+        .args(&args.argv)
         .stdin(Stdio::null())
         .process_group(0);
     if let Some(dir) = &private_tmp {
@@ -172,6 +189,31 @@ fn run(args: &Args, control: &UnixStream) -> Result<(ExitStatus, u32), String> {
     let leftovers = sweep();
     drop(private_tmp);
     Ok((status?, leftovers))
+}
+
+/// `--exec`: confines this very process (single-threaded: nothing else runs yet) and replaces
+/// it with the program, its stdio untouched; returns only on failure.
+fn exec_confined(args: &Args) -> i32 {
+    let refuse = |message: String| {
+        eprintln!("dsh: SANDBOX_UNAVAILABLE: {message}; the program was not started.");
+        REFUSED_CODE
+    };
+    if args.mode.confines() {
+        let status = crate::landlock::ruleset(&args.writes, args.network)
+            .and_then(RulesetCreated::restrict_self);
+        match status {
+            Ok(status) if status.ruleset != RulesetStatus::NotEnforced && status.no_new_privs => {}
+            Ok(_) => return refuse("Landlock did not enforce the ruleset".into()),
+            Err(e) => return refuse(format!("cannot confine the program: {e}")),
+        }
+    }
+    let (program, rest) = args.argv.split_first().unwrap_or_else(|| {
+        // `Args::parse` refuses an empty argv; exit as a refused command if it ever is.
+        std::process::exit(REFUSED_CODE)
+    });
+    let error = Command::new(program).args(rest).exec();
+    eprintln!("dsh: cannot start {}: {error}", program.to_string_lossy());
+    REFUSED_CODE
 }
 
 /// Applies the ruleset (and `no_new_privs`) in the forked child just before `exec`.
@@ -278,7 +320,8 @@ mod tests {
         assert_eq!(parsed.mode, SandboxMode::WorkspaceWrite);
         assert!(!parsed.network);
         assert!(parsed.writes.contains(&PathBuf::from("/")));
-        assert_eq!(parsed.command, "echo hi");
+        assert_eq!(parsed.argv, ["echo hi"]);
+        assert!(!parsed.exec);
     }
 
     #[test]
@@ -286,5 +329,8 @@ mod tests {
         assert!(Args::parse(os(&["--mode", "full", "--", "x"])).is_err());
         assert!(Args::parse(os(&["--mode", "read-only"])).is_err());
         assert!(Args::parse(os(&["--mode", "read-only", "--"])).is_err());
+        assert!(Args::parse(os(&["--mode", "read-only", "--", "a", "b"])).is_err());
+        let exec = Args::parse(os(&["--mode", "read-only", "--exec", "--", "a", "b"])).unwrap();
+        assert_eq!(exec.argv, ["a", "b"]);
     }
 }

@@ -259,3 +259,28 @@ async fn a_confined_command_cannot_kill_its_supervisor_or_dsh() {
     );
     exec.dispose().await;
 }
+
+#[test]
+fn a_confined_program_keeps_its_stdio_and_cannot_write_outside() {
+    use std::io::Write as _;
+    let dirs = Dirs::new();
+    let policy = dirs.policy(SandboxMode::WorkspaceWrite);
+    let script = format!(
+        "cat; echo in > {}; echo out > {}",
+        q(&dirs.ws("server.txt")),
+        q(&dirs.out("server.txt"))
+    );
+    let mut child = policy
+        .confined_command(&program(), "bash", ["-c", script.as_str()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
+    assert!(dirs.ws("server.txt").exists());
+    assert!(!dirs.out("server.txt").exists());
+}

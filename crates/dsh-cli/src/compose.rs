@@ -150,7 +150,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .await
         .context("cannot mount subagents")?;
     let approval = options.approval.unwrap_or(dsh_guard::ApprovalPolicy::Ask);
-    let guard = crate::guard::install(&ctx, settings, approval)?;
+    let guard = crate::guard::install(&ctx, &core.prompt, settings, approval)?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt

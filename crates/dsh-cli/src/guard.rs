@@ -8,6 +8,7 @@ use dsh_guard::{
     UnavailableProbe,
 };
 use dsh_kernel::Context;
+use dsh_prompt::{Section, SystemPrompt};
 use dsh_shell::Supervision;
 
 use crate::config::Settings;
@@ -47,9 +48,10 @@ pub fn supervision(settings: &Settings) -> Arc<dyn Supervision> {
 }
 
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front
-/// end's `default` when none is configured.
+/// end's `default` when none is configured, and tells the model about it in the system prompt.
 pub fn install(
     ctx: &Context,
+    prompt: &SystemPrompt,
     settings: &Settings,
     default: ApprovalPolicy,
 ) -> anyhow::Result<Installed> {
@@ -58,5 +60,7 @@ pub fn install(
         approval: settings.guard.approval_or(default),
         rules: settings.guard.rules.clone(),
     };
+    // Right after the bash section (105): the model reads the limits where it reads the tool.
+    let _ = prompt.section(ctx, Section::new("guard:sandbox", 106, guard.prompt_text()))?;
     Ok(dsh_guard::install(ctx, Arc::new(guard))?)
 }

@@ -62,7 +62,18 @@ fn a_run_whose_commands_write_outside_the_workspace_creates_nothing_records_it_a
     );
 
     let requests = w.server.requests();
+    let system = serde_json::to_string(&requests[0].messages()[0]).unwrap();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!(
+            "they may write only under {}, /tmp",
+            cwd.display()
+        )),
+        "{system}"
+    );
+    assert!(system.contains("escalation is unavailable"), "{system}");
     let seen = serde_json::to_string(requests[3].messages()).unwrap();
+    assert!(seen.contains("[sandbox] write to"), "{seen}");
     assert!(seen.contains("Permission denied"), "{seen}");
     assert!(seen.contains("escalation is unavailable"), "{seen}");
     assert!(seen.contains("outside the writable roots"), "{seen}");

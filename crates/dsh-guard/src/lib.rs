@@ -21,6 +21,7 @@ mod landlock;
 mod mode;
 mod plugin;
 mod policy;
+mod prompt;
 mod rules;
 mod shell;
 mod supervisor;

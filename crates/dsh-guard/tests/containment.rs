@@ -51,6 +51,7 @@ async fn escaped_descendants_are_gone_when_the_call_ends() {
             .unwrap();
         let escaped = pids(&result.stdout.text);
         assert_eq!(escaped.len(), 3, "{}", result.stdout.text);
+        assert_eq!(result.leftovers, 3, "every escape is counted ({mode})");
         for proc in escaped {
             assert!(
                 !proc.is_running(),

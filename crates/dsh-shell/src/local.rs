@@ -330,6 +330,7 @@ async fn drive_foreground(
     grace: std::time::Duration,
 ) -> ShellRunResult {
     let (stdout, stderr) = (process.stdout.clone(), process.stderr.clone());
+    let leftovers = process.leftovers.clone();
     let exit = run_to_end(process, &stop, cancel.as_ref(), Some(timeout), grace).await;
     let cause = stop.finish();
     let (exit_code, signal) = match exit {
@@ -345,6 +346,8 @@ async fn drive_foreground(
         timeout,
         stdout: stdout.snapshot(),
         stderr: stderr.snapshot(),
+        // The reaper stored it before sending the exit `run_to_end` waited for.
+        leftovers: leftovers.load(std::sync::atomic::Ordering::Acquire),
     }
 }
 

@@ -20,6 +20,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -166,6 +167,8 @@ pub(crate) struct CommandProcess {
     pub pumps: [JoinHandle<()>; 2],
     /// Held while the command may run: see [`crate::supervisor`] and [`crate::supervise`].
     pub lifeline: Lifeline,
+    /// Leftover processes the supervisor program killed, set before the exit is sent.
+    pub leftovers: Arc<AtomicU32>,
 }
 
 impl CommandProcess {
@@ -261,6 +264,7 @@ impl CommandProcess {
             stderr,
             pumps,
             lifeline,
+            leftovers: Arc::default(),
         }
     }
 
@@ -309,11 +313,13 @@ impl CommandProcess {
         let lifeline = Lifeline::Socket(control);
         let (stdout, stderr) = (sup.stdout.take(), sup.stderr.take());
         let (exit_tx, exit) = oneshot::channel();
+        let leftovers = Arc::new(AtomicU32::new(0));
         let reaper = std::thread::Builder::new()
             .name("dsh-shell-reaper".into())
             .spawn({
                 let group = group.clone();
-                move || reap_supervised(&group, sup, report, exit_tx)
+                let leftovers = leftovers.clone();
+                move || reap_supervised(&group, sup, report, &leftovers, exit_tx)
             });
         if let Err(source) = reaper {
             // Dropping the lifeline (and the unrun closure's copy) makes the supervisor sweep
@@ -321,7 +327,9 @@ impl CommandProcess {
             return Err(spawn_error(source));
         }
         let pumps = start_pumps(stdout, stderr, &group, limits)?;
-        Ok(Self::assemble(group, exit, pumps, lifeline))
+        let mut process = Self::assemble(group, exit, pumps, lifeline);
+        process.leftovers = leftovers;
+        Ok(process)
     }
 }
 
@@ -396,6 +404,7 @@ fn reap_supervised(
     group: &ProcessGroup,
     mut supervisor: Child,
     mut report: UnixStream,
+    leftovers: &AtomicU32,
     exit_tx: oneshot::Sender<ExitInfo>,
 ) {
     let status = supervisor.wait();
@@ -405,9 +414,7 @@ fn reap_supervised(
     let _ = report.read_to_string(&mut text);
     let exit = match Report::decode(&text) {
         Some(report) => {
-            if report.leftovers > 0 {
-                tracing::debug!(leftovers = report.leftovers, "stopped leftover processes");
-            }
+            leftovers.store(report.leftovers, Ordering::Release);
             match report.status {
                 ReportStatus::Code(code) => ExitInfo::Code(code),
                 ReportStatus::Signal(raw) => ExitInfo::Signal(signal_name(raw)),

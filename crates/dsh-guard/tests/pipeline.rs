@@ -186,3 +186,53 @@ async fn a_blocked_write_in_a_bash_result_is_explained() {
     );
     assert!(text.contains("escalate"), "{text}");
 }
+
+/// Answers only for the agent its front end shows, as every front end's approver does.
+struct OnlyFor(&'static str);
+
+#[async_trait]
+impl Approver for OnlyFor {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
+        if request.agent_id == self.0 {
+            ApprovalOutcome::AllowedOnce
+        } else {
+            ApprovalOutcome::Unavailable
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_subagent_keeps_its_parents_sandbox_and_cannot_ask() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _write = rt.register(&ctx, Recorder::new("write", &out)).unwrap();
+    let _bash = rt.register(&ctx, Recorder::new("bash", &out)).unwrap();
+    let approver: Arc<dyn Approver> = Arc::new(OnlyFor("parent"));
+    ctx.provide::<dyn Approver>(approver).unwrap();
+    let g = guard(SandboxMode::ReadOnly, ApprovalPolicy::Ask, Rules::default());
+    let _guard = install(&ctx, g).unwrap();
+    let parent = agent(&ctx, "parent");
+    let child = common::agent_with_tag(
+        &ctx,
+        "child",
+        dsh_kernel::ScopeTag::child_of(parent.tag().unwrap(), "child"),
+    );
+    let write = r#"{"file_path":"/ws/a.txt","content":""}"#;
+    let escalate = r#"{"command":"touch /x","escalate":true,"justification":"needed"}"#;
+    // The parent, asked, may; the child, under the same read-only sandbox, cannot ask.
+    assert!(!rt.run(&exec("write", write, Some(&parent))).await.is_error);
+    for args in [write, escalate] {
+        let tool = if args == write { "write" } else { "bash" };
+        let result = rt.run(&exec(tool, args, Some(&child))).await;
+        assert!(result.is_error);
+        assert!(
+            result.text().contains("no approval channel"),
+            "{}",
+            result.text()
+        );
+    }
+    assert_eq!(entries(&out).len(), 1, "only the parent's write ran");
+    let child_log = decisions(&child);
+    assert_eq!(child_log[0]["sandbox"], "read-only");
+    assert_eq!(child_log[1]["answer"], "unavailable");
+}

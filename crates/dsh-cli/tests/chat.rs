@@ -173,3 +173,26 @@ fn ctrl_c_cancels_the_running_turn_not_the_chat() {
     let id = w.only_session_id();
     dsh_session::check_balanced(&w.load(&id)).unwrap();
 }
+
+#[test]
+fn a_write_outside_the_workspace_asks_on_the_terminal_and_runs_once_allowed() {
+    let w = World::new();
+    // Outside every writable root (not the workspace, not /tmp).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("asked.txt");
+    let args = serde_json::json!({"file_path": target, "content": "ok"}).to_string();
+    w.server
+        .push(MockResponse::tool_call("call_1", "write", &args))
+        .push(MockResponse::text("Written."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("write it");
+    let at = screen.wait_for("[y] allow once", at);
+    assert!(!target.exists(), "the write ran before the answer");
+    screen.type_line("y");
+    let at = screen.wait_for("Written.", at);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok");
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+}

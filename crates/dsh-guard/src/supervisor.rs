@@ -14,6 +14,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -114,7 +115,9 @@ pub fn supervise(args: impl IntoIterator<Item = OsString>) -> i32 {
     if args.exec {
         return exec_confined(&args);
     }
-    let control = match nix::unistd::dup(std::io::stdin()) {
+    // A close-on-exec duplicate: the command must never inherit the control socket (it could
+    // forge a report or stop itself being killed).
+    let control = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => UnixStream::from(fd),
         Err(e) => {
             eprintln!("dsh supervisor: no control socket on stdin: {e}");

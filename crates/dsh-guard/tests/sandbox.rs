@@ -284,3 +284,28 @@ fn a_confined_program_keeps_its_stdio_and_cannot_write_outside() {
     assert!(dirs.ws("server.txt").exists());
     assert!(!dirs.out("server.txt").exists());
 }
+
+#[tokio::test]
+async fn a_command_never_inherits_the_control_socket() {
+    let dirs = Dirs::new();
+    let exec = guarded(dirs.policy(SandboxMode::WorkspaceWrite));
+    // Whatever the test harness leaks (a jobserver pipe), no socket may reach the command:
+    // the supervisor's control socket would let it forge its own report.
+    let result = run(
+        &exec,
+        "for f in /proc/$$/fd/*; do readlink \"$f\"; done; true",
+    )
+    .await;
+    assert_eq!(result.exit_code, Some(0), "{}", result.stderr.text);
+    assert!(
+        result.stdout.text.contains("pipe:"),
+        "{}",
+        result.stdout.text
+    );
+    assert!(
+        !result.stdout.text.contains("socket:"),
+        "{}",
+        result.stdout.text
+    );
+    exec.dispose().await;
+}

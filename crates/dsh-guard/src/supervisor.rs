@@ -19,13 +19,14 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Arc;
 
 use landlock::{RulesetCreated, RulesetStatus};
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal, killpg};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
-use parking_lot::Mutex;
 
 use dsh_shell::supervise::{CONTINUE, KILL, Report, ReportStatus, STOP};
 
@@ -169,23 +170,24 @@ fn run(args: &Args, control: &UnixStream) -> Result<(ExitStatus, u32), String> {
             .map_err(|e| format!("cannot build the Landlock ruleset: {e}"))?;
         confine_before_exec(&mut bash, ruleset);
     }
+    // SIGCHLD arrives through a signalfd, so one thread waits for both the command's end and
+    // the executor's requests (a second thread cost a scheduler wake-up on every exit). The
+    // block is not inherited: `Command` clears the child's signal mask.
+    let mut sigchld = SigSet::empty();
+    sigchld.add(Signal::SIGCHLD);
+    sigchld
+        .thread_block()
+        .map_err(|e| format!("cannot block SIGCHLD: {e}"))?;
+    let child_ended =
+        SignalFd::with_flags(&sigchld, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+            .map_err(|e| format!("cannot watch the command: {e}"))?;
     let mut child = bash
         .spawn()
         .map_err(|e| format!("cannot start the confined command: {e}"))?;
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    // True while `bash` is unreaped: its pid, the group id, cannot be recycled until then.
-    let open = Arc::new(Mutex::new(true));
-    relay_control(control, pgid, open.clone());
-    // Wait for `bash` to end without reaping it, so its pid (the group id) stays ours while
-    // the group is killed.
-    while let Err(nix::errno::Errno::EINTR) =
-        waitid(Id::Pid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
-    {}
-    {
-        let mut open = open.lock();
-        let _ = killpg(pgid, Signal::SIGKILL);
-        *open = false;
-    }
+    relay_until_exit(control, &child_ended, pgid);
+    // `bash` has ended but is not reaped, so its pid (the group id) is still ours to signal.
+    let _ = killpg(pgid, Signal::SIGKILL);
     let status = child
         .wait()
         .map_err(|e| format!("lost the command's status: {e}"));
@@ -221,7 +223,7 @@ fn exec_confined(args: &Args) -> i32 {
 
 /// Applies the ruleset (and `no_new_privs`) in the forked child just before `exec`.
 ///
-/// The supervisor is single-threaded when it spawns `bash` (the control thread starts later),
+/// The supervisor is single-threaded (it waits with `poll`, see [`relay_until_exit`]),
 /// so the child may run ordinary Rust between fork and exec: the landlock crate's calls
 /// allocate, which is only unsafe after forking a multi-threaded process. A ruleset the
 /// kernel did not enforce at all fails the spawn: never run unconfined.
@@ -247,44 +249,58 @@ fn confine_before_exec(bash: &mut Command, ruleset: RulesetCreated) {
     }
 }
 
-/// A thread turning control bytes into signals to the command's group; end of file (the
-/// executor dropped the command, or dsh died) kills the group.
-fn relay_control(control: &UnixStream, pgid: Pid, open: Arc<Mutex<bool>>) {
-    let Ok(mut control) = control.try_clone() else {
-        // Without a relay, nobody could stop the command: kill it now.
-        let _ = killpg(pgid, Signal::SIGKILL);
-        return;
-    };
-    let signal = move |signal| {
-        if *open.lock() {
-            let _ = killpg(pgid, signal);
+/// Turns control bytes into signals to the command's group until `bash` has ended (observed
+/// without reaping it); end of file (the executor dropped the command, or dsh died) kills the
+/// group, and the loop then waits for `bash` to die of it.
+fn relay_until_exit(control: &UnixStream, child_ended: &SignalFd, pgid: Pid) {
+    let mut control_open = true;
+    loop {
+        match waitid(
+            Id::Pid(pgid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG,
+        ) {
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
+            // Ended, or not ours to wait for any more: either way nothing is left to relay.
+            _ => return,
         }
-    };
-    let spawned = std::thread::Builder::new()
-        .name("dsh-supervisor-control".into())
-        .spawn(move || {
+        let mut fds = vec![PollFd::new(child_ended.as_fd(), PollFlags::POLLIN)];
+        if control_open {
+            fds.push(PollFd::new(control.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => {
+                // Cannot wait for requests any more: stop the command rather than orphan it.
+                let _ = killpg(pgid, Signal::SIGKILL);
+                control_open = false;
+            }
+        }
+        let control_ready = fds
+            .get(1)
+            .and_then(PollFd::revents)
+            .is_some_and(|r| !r.is_empty());
+        // Drain the signalfd; the `waitid` above decides whether `bash` ended.
+        while let Ok(Some(_)) = child_ended.read_signal() {}
+        if control_ready {
             let mut buf = [0u8; 16];
-            loop {
-                match control.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        for byte in &buf[..n] {
-                            match *byte {
-                                STOP => signal(Signal::SIGTERM),
-                                CONTINUE => signal(Signal::SIGCONT),
-                                KILL => signal(Signal::SIGKILL),
-                                _ => {}
-                            }
-                        }
+            match (&*control).read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = killpg(pgid, Signal::SIGKILL);
+                    control_open = false;
+                }
+                Ok(n) => {
+                    for byte in &buf[..n] {
+                        let signal = match *byte {
+                            STOP => Signal::SIGTERM,
+                            CONTINUE => Signal::SIGCONT,
+                            KILL => Signal::SIGKILL,
+                            _ => continue,
+                        };
+                        let _ = killpg(pgid, signal);
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
                 }
             }
-            signal(Signal::SIGKILL);
-        });
-    if spawned.is_err() {
-        let _ = killpg(pgid, Signal::SIGKILL);
+        }
     }
 }
 

@@ -309,3 +309,13 @@ async fn a_command_never_inherits_the_control_socket() {
     );
     exec.dispose().await;
 }
+
+#[tokio::test]
+async fn a_command_starts_with_no_signal_blocked() {
+    // The supervisor blocks SIGCHLD for itself; the command must not inherit that.
+    let dirs = Dirs::new();
+    let exec = guarded(dirs.policy(SandboxMode::WorkspaceWrite));
+    let result = run(&exec, "grep SigBlk /proc/$$/status").await;
+    assert_eq!(result.stdout.text.trim(), "SigBlk:\t0000000000000000");
+    exec.dispose().await;
+}

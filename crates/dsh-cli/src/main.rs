@@ -19,9 +19,11 @@ mod lazy_adapter;
 mod logging;
 mod render;
 mod run;
+mod secrets;
 mod sessions;
 mod signals;
 mod sink;
+mod storage;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -39,6 +41,8 @@ fn main() {
     if raw.nth(1).is_some_and(|a| a == dsh_guard::SUPERVISE_ARG) {
         std::process::exit(dsh_guard::supervise(raw));
     }
+    // Then, while dsh still has a single thread: it may re-execute itself (see `secrets`).
+    secrets::protect();
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();

@@ -240,6 +240,8 @@ impl EditorTerminals {
                 spill_path: None,
             },
             stderr: CapturedOutput::default(),
+            // The editor's terminal runs the command; dsh's supervisor never sees it.
+            leftovers: 0,
         }
     }
 }

@@ -47,7 +47,10 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
             let problem = format!("provider `{}`: {f}", settings.provider.value);
             return unconfigured::serve(problem, async { signals.first().await; }).await;
         }
-        let approval = if auto_approve {
+        // `--approval auto|never` turns the editor's own per-call prompt off too; the guard
+        // then decides alone (see `compose`).
+        let guard_policy = settings.guard.approval_or(dsh_guard::ApprovalPolicy::Ask);
+        let approval = if auto_approve || guard_policy != dsh_guard::ApprovalPolicy::Ask {
             ApprovalPolicy::Never
         } else {
             ApprovalPolicy::MutatingTools

@@ -105,7 +105,7 @@ pub fn parse(line: &str) -> ChatCommand {
 }
 
 /// Shared printer: rustyline's external printer prints above the prompt.
-type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
+pub(crate) type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
 
 /// Runs the chat; returns the exit status.
 pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
@@ -130,6 +130,7 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     let composed = crate::tui::compose_interactive(&settings).await?;
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let sink = output_sink(&composed, current.clone(), printer.clone())?;
+    let approver = crate::approve::install(&composed, printer.clone(), current.clone())?;
 
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
     let (tx, mut inputs) = mpsc::unbounded_channel();
@@ -162,6 +163,8 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
         let command = match input {
             Input::Eof => break,
             Input::Interrupt => ChatCommand::Cancel,
+            // An open approval question takes the next line as its answer.
+            Input::Line(line) if approver.answer(&line) => continue,
             Input::Line(line) => parse(&line),
         };
         match command {

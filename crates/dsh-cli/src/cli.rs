@@ -50,6 +50,12 @@ pub struct GlobalArgs {
     /// Reasoning effort of the model (e.g. `low`, `high`; DeepSeek also `off`, `max`).
     #[arg(long, global = true, value_name = "LEVEL")]
     pub effort: Option<String>,
+    /// Where commands may write: read-only, workspace-write (default) or danger-full-access.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub sandbox: Option<dsh_guard::SandboxMode>,
+    /// When to ask before a call: ask (chat, acp default), never (`dsh run` default) or auto.
+    #[arg(long, global = true, value_name = "POLICY")]
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 impl GlobalArgs {
@@ -60,6 +66,8 @@ impl GlobalArgs {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             effort: self.effort.clone(),
+            sandbox: self.sandbox,
+            approval: self.approval,
         }
     }
 }

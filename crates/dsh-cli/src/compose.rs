@@ -64,6 +64,8 @@ pub struct ComposeOptions {
     /// Start the `[[agents]]` of the config file with the loop (long-lived front ends only;
     /// `dsh run` drives exactly one agent of its own).
     pub start_configured_agents: bool,
+    /// The front end's approval policy when none is configured (`None`: ask).
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 /// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
@@ -98,6 +100,8 @@ pub struct Composed {
     subagents: PluginHandle,
     hooks: PluginHandle,
     registration: AdapterRegistration,
+    /// Keeps the guard's pipeline listeners registered.
+    _guard: dsh_guard::Installed,
 }
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
@@ -130,7 +134,11 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
             .collect(),
         ..ShellConfig::default()
     };
-    let executor = Arc::new(LocalShellExecutor::new(shell).context("cannot start the shell")?);
+    let executor = Arc::new(
+        LocalShellExecutor::new(shell)
+            .context("cannot start the shell")?
+            .with_supervision(crate::guard::supervision(settings)),
+    );
     ctx.provide::<dyn ShellExecutor>(executor.clone())?;
     // Persistence first: it must hear every session event from the first agent on, and it is
     // unmounted last so the loop's final `turn/end`s are drained to disk.
@@ -182,6 +190,8 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         )))
         .await
         .context("cannot mount hooks")?;
+    let approval = options.approval.unwrap_or(dsh_guard::ApprovalPolicy::Ask);
+    let guard = crate::guard::install(&ctx, &core.prompt, settings, approval)?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -204,6 +214,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         subagents,
         hooks,
         registration: adapter,
+        _guard: guard,
     })
 }
 
@@ -214,6 +225,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
         settings,
         ComposeOptions {
             start_configured_agents: true,
+            approval: None,
         },
     )
     .await

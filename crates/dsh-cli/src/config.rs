@@ -17,6 +17,7 @@ mod effort;
 mod empty;
 pub mod models;
 mod route;
+pub mod guard;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -126,6 +127,10 @@ pub struct Overrides {
     pub base_url: Option<String>,
     /// `--effort`
     pub effort: Option<String>,
+    /// `--sandbox`
+    pub sandbox: Option<dsh_guard::SandboxMode>,
+    /// `--approval`
+    pub approval: Option<dsh_guard::ApprovalPolicy>,
 }
 
 /// The effective configuration.
@@ -153,6 +158,8 @@ pub struct Settings {
     pub agents: Vec<ConfiguredAgent>,
     /// Model facts: the built-in catalog with the file's `[models."ID"]` overrides.
     pub catalog: ModelCatalog,
+    /// `[sandbox]`, `[permissions]` and their flags.
+    pub guard: guard::GuardSettings,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
 }
@@ -168,6 +175,9 @@ struct FileConfig {
     agents: Vec<ConfiguredAgent>,
     #[serde(default)]
     models: models::FileModels,
+    sandbox: guard::FileSandbox,
+    #[serde(default)]
+    permissions: guard::FilePermissions,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
 }
@@ -479,6 +489,7 @@ impl Settings {
             &text,
         )?;
         let catalog = models::catalog(&file.models, &config_path, &text)?;
+        let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -491,6 +502,7 @@ impl Settings {
             providers,
             agents: file.agents,
             catalog,
+            guard,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
@@ -646,6 +658,7 @@ impl Settings {
         }
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
+        guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         if !self.agents.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(

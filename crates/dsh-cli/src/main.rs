@@ -7,11 +7,13 @@
 //! (`AGENTS.md`), [`signals`] and [`logging`].
 
 mod acp;
+mod approve;
 mod chat;
 mod cli;
 mod compose;
 mod config;
 mod effort;
+mod guard;
 mod hooks;
 mod instructions;
 mod lazy_adapter;
@@ -40,7 +42,13 @@ use crate::cli::{Cli, Command, ConfigCommand, HooksCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
-    // First, while dsh has a single thread: it may re-execute itself (see `secrets`).
+    // The per-command supervisor is dsh re-executed: dispatched before anything else runs
+    // (no clap, logging or runtime), so it stays single-threaded and cheap.
+    let mut raw = std::env::args_os();
+    if raw.nth(1).is_some_and(|a| a == dsh_guard::SUPERVISE_ARG) {
+        std::process::exit(dsh_guard::supervise(raw));
+    }
+    // Then, while dsh still has a single thread: it may re-execute itself (see `secrets`).
     secrets::protect();
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);

@@ -91,6 +91,11 @@ impl Renderer {
                 let line = self.tool_line(r);
                 self.line(&mut out, &line);
             }
+            EventKind::Other { type_name, data }
+                if self.mode == Mode::Transcript && type_name == dsh_guard::DECISION_EVENT =>
+            {
+                self.line(&mut out, &dsh_guard::describe_decision(data));
+            }
             EventKind::TurnEnd(t) => match &t.reason {
                 TurnEndReason::Completed => {
                     self.newline(&mut out);

@@ -79,7 +79,16 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
                 return 1;
             }
         };
-        let composed = match compose(&settings, ComposeOptions::default()).await {
+        let composed = match compose(
+            &settings,
+            ComposeOptions {
+                // Headless: nobody can be asked, so what would ask is refused with a reason.
+                approval: Some(dsh_guard::ApprovalPolicy::Never),
+                ..ComposeOptions::default()
+            },
+        )
+        .await
+        {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("dsh: {e:#}");

@@ -163,6 +163,7 @@ pub async fn compose_interactive(settings: &Settings) -> anyhow::Result<Composed
         settings,
         ComposeOptions {
             start_configured_agents: true,
+            approval: None,
         },
     )
     .await?;

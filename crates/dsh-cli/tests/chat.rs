@@ -179,3 +179,26 @@ fn chat_continue_opens_the_newest_session_here_and_the_plan_is_shown() {
     wait_exit(&mut child, &screen);
     assert_eq!(w.session_files().len(), 1, "the same session, no new file");
 }
+
+#[test]
+fn a_write_outside_the_workspace_asks_on_the_terminal_and_runs_once_allowed() {
+    let w = World::new();
+    // Outside every writable root (not the workspace, not /tmp).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("asked.txt");
+    let args = serde_json::json!({"file_path": target, "content": "ok"}).to_string();
+    w.server
+        .push(MockResponse::tool_call("call_1", "write", &args))
+        .push(MockResponse::text("Written."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("write it");
+    let at = screen.wait_for("[y] allow once", at);
+    assert!(!target.exists(), "the write ran before the answer");
+    screen.type_line("y");
+    let at = screen.wait_for("Written.", at);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok");
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+}

@@ -175,6 +175,10 @@ async fn execute(
         ],
         owner: None,
         cancel: site.cancel.clone(),
+        // Hooks run in the session's sandbox like the agent's commands (dsh-guard), writable
+        // workspace being the session's directory.
+        unconfined: false,
+        workspace: Some(site.cwd.clone()),
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;

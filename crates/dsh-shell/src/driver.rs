@@ -45,6 +45,7 @@ pub(crate) async fn run_to_end(
         stderr,
         pumps,
         lifeline,
+        leftovers: _,
     } = process;
     let deadline = limit.map(|limit| Instant::now() + limit);
     let mut ladder = Ladder::Idle;

@@ -73,6 +73,17 @@ pub enum ShellError {
     #[error("the shell executor has been disposed and starts no new commands")]
     Disposed,
 
+    /// The installed [`Supervision`](crate::Supervision) refused to start the command (for
+    /// instance `SANDBOX_UNAVAILABLE`: a confining sandbox mode that this kernel cannot
+    /// enforce). Nothing was spawned.
+    #[error("{message}")]
+    Refused {
+        /// A stable machine-readable code, e.g. `SANDBOX_UNAVAILABLE`.
+        code: &'static str,
+        /// What happened and what to do about it, for the model and the user.
+        message: String,
+    },
+
     /// No background task with this id was ever started by this executor.
     #[error("unknown background task {0}")]
     UnknownTask(TaskId),

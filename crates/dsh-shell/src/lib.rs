@@ -28,6 +28,13 @@
 //! gone for good, [`ShellExecutor::release_owner`] stops its tasks and forgets them, so nothing
 //! keeps running (or is kept) for an owner nobody can act for any more.
 //!
+//! # A supervisor program instead (the supervision seam)
+//!
+//! [`LocalShellExecutor::with_supervision`] replaces the `/bin/sh` supervisor described below
+//! by a program that confines and contains each command (dsh-guard's: Landlock, a child
+//! subreaper that kills every descendant, `setsid` daemons included). The protocol is in
+//! [`supervise`]. Without one, everything below holds as written.
+//!
 //! # Nothing outlives dsh: the group supervisor
 //!
 //! `PR_SET_PDEATHSIG` is not enough: it reaches only the direct child (`bash`), not what `bash`
@@ -63,6 +70,7 @@
 //! delivered only once the whole group is gone and no zombie is left behind.
 
 pub mod env;
+pub mod supervise;
 
 mod background;
 mod capture;
@@ -85,4 +93,5 @@ pub use executor::ShellExecutor;
 pub use local::LocalShellExecutor;
 pub use result::{CapturedOutput, ShellRunResult};
 pub use spec::{ShellExecRequest, ShellExecSpec, resolve_request};
+pub use supervise::{SuperviseRequest, Supervision, SupervisorLaunch};
 pub use task::{TaskDone, TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};

@@ -21,6 +21,7 @@ use crate::result::ShellRunResult;
 use crate::spec::{ShellExecRequest, ShellExecSpec, resolve_request};
 use crate::spill::SpillDir;
 use crate::stop::{StopCause, StopLatch};
+use crate::supervise::Supervision;
 use crate::task::{TaskDone, TaskId, TaskInfo, TaskOutput};
 
 /// How many completion notices a slow subscriber may fall behind before it loses some.
@@ -51,6 +52,8 @@ pub struct LocalShellExecutor {
     drivers: TaskTracker,
     notices: broadcast::Sender<TaskDone>,
     spill_dir: Arc<SpillDir>,
+    /// Starts commands under a confining supervisor program when set (dsh-guard).
+    supervision: Option<Arc<dyn Supervision>>,
 }
 
 #[derive(Debug, Default)]
@@ -77,7 +80,16 @@ impl LocalShellExecutor {
             drivers: TaskTracker::new(),
             notices: broadcast::channel(NOTICE_CAPACITY).0,
             spill_dir: Arc::default(),
+            supervision: None,
         })
+    }
+
+    /// Runs every command under `supervision`'s supervisor program (sandbox and containment of
+    /// every descendant) instead of the built-in `/bin/sh` group supervisor. A refusal by the
+    /// supervision fails the command before anything is spawned.
+    pub fn with_supervision(mut self, supervision: Arc<dyn Supervision>) -> Self {
+        self.supervision = Some(supervision);
+        self
     }
 
     /// The settings this executor was built with.
@@ -105,13 +117,15 @@ impl LocalShellExecutor {
             command: &spec.command,
             workdir: &spec.workdir,
             env: &env,
+            unconfined: spec.unconfined,
+            workspace: spec.workspace.as_deref(),
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,
             max_spill_bytes: self.config.max_spill_bytes,
             spill_dir: self.spill_dir.clone(),
         };
-        CommandProcess::spawn(&launch, &limits)
+        CommandProcess::spawn(&launch, &limits, self.supervision.as_deref())
     }
 
     /// Stops every command and marks the executor disposed; shared by `dispose` and `Drop`.
@@ -316,6 +330,7 @@ async fn drive_foreground(
     grace: std::time::Duration,
 ) -> ShellRunResult {
     let (stdout, stderr) = (process.stdout.clone(), process.stderr.clone());
+    let leftovers = process.leftovers.clone();
     let exit = run_to_end(process, &stop, cancel.as_ref(), Some(timeout), grace).await;
     let cause = stop.finish();
     let (exit_code, signal) = match exit {
@@ -331,6 +346,8 @@ async fn drive_foreground(
         timeout,
         stdout: stdout.snapshot(),
         stderr: stderr.snapshot(),
+        // The reaper stored it before sending the exit `run_to_end` waited for.
+        leftovers: leftovers.load(std::sync::atomic::Ordering::Acquire),
     }
 }
 

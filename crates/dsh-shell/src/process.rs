@@ -12,11 +12,15 @@
 //! child of this process and cannot be recycled, so `killpg` can never hit a stranger's group.
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -29,6 +33,9 @@ use tokio::task::JoinHandle;
 use crate::capture::{StreamTail, pump};
 use crate::error::ShellError;
 use crate::spill::{Spill, SpillDir};
+use crate::supervise::{
+    self, Report, ReportStatus, SuperviseRequest, Supervision, SupervisorLaunch,
+};
 use crate::supervisor::{self, Supervisor};
 
 /// How a command's `bash` ended.
@@ -59,28 +66,72 @@ pub(crate) fn signal_name(raw: i32) -> String {
 /// The signal side of a command's process group.
 #[derive(Debug)]
 pub(crate) struct ProcessGroup {
-    pgid: Pid,
+    target: GroupTarget,
     /// False once the reaper has sent the final SIGKILL and is about to reap the supervisor (the
     /// group leader); from then on the id may be recycled, so nothing more is sent.
     open: Mutex<bool>,
+}
+
+/// Who receives a group signal.
+#[derive(Debug)]
+enum GroupTarget {
+    /// The `/bin/sh` supervisor's group, signalled directly.
+    Group(Pid),
+    /// A supervisor program (see [`crate::supervise`]), asked through its control socket.
+    Supervisor(UnixStream),
 }
 
 impl ProcessGroup {
     /// Sends `signal` to every process in the group, unless the group is already closed.
     pub(crate) fn signal(&self, signal: Signal) {
         let open = self.open.lock();
-        if *open {
+        if !*open {
+            return;
+        }
+        match &self.target {
             // ESRCH (nobody left) is the only expected failure and means there is nothing to do.
-            let _ = killpg(self.pgid, signal);
+            GroupTarget::Group(pgid) => {
+                let _ = killpg(*pgid, signal);
+            }
+            GroupTarget::Supervisor(control) => {
+                let byte = match signal {
+                    Signal::SIGTERM => supervise::STOP,
+                    Signal::SIGCONT => supervise::CONTINUE,
+                    _ => supervise::KILL,
+                };
+                // A closed socket means the supervisor is gone and has swept already.
+                let _ = (&*control).write_all(&[byte]);
+            }
         }
     }
 
-    /// The last signal: SIGKILL to whatever is left, then no more.
+    /// The last signal: SIGKILL to whatever is left, then no more. A supervisor program sweeps
+    /// by itself before it exits, so it gets nothing.
     fn close(&self) {
         let mut open = self.open.lock();
         if *open {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            if let GroupTarget::Group(pgid) = &self.target {
+                let _ = killpg(*pgid, Signal::SIGKILL);
+            }
             *open = false;
+        }
+    }
+}
+
+/// What keeps a supervisor alive only as long as the command may run.
+#[derive(Debug)]
+pub(crate) enum Lifeline {
+    /// The write end of the `/bin/sh` supervisor's stdin: closing it kills the group.
+    Pipe(#[allow(dead_code)] ChildStdin),
+    /// The executor's end of a supervisor program's control socket. Dropping it shuts the
+    /// socket down (the reaper holds a clone for the report, which alone would keep it open).
+    Socket(UnixStream),
+}
+
+impl Drop for Lifeline {
+    fn drop(&mut self) {
+        if let Lifeline::Socket(socket) = self {
+            let _ = socket.shutdown(Shutdown::Both);
         }
     }
 }
@@ -91,6 +142,10 @@ pub(crate) struct Launch<'a> {
     pub command: &'a str,
     pub workdir: &'a Path,
     pub env: &'a [(OsString, OsString)],
+    /// Approved to run outside the sandbox (still contained).
+    pub unconfined: bool,
+    /// The session's workspace, when known.
+    pub workspace: Option<&'a Path>,
 }
 
 /// Where output goes.
@@ -110,15 +165,24 @@ pub(crate) struct CommandProcess {
     pub stdout: Arc<StreamTail>,
     pub stderr: Arc<StreamTail>,
     pub pumps: [JoinHandle<()>; 2],
-    /// Held, never written: see [`crate::supervisor`].
-    pub lifeline: ChildStdin,
+    /// Held while the command may run: see [`crate::supervisor`] and [`crate::supervise`].
+    pub lifeline: Lifeline,
+    /// Leftover processes the supervisor program killed, set before the exit is sent.
+    pub leftovers: Arc<AtomicU32>,
 }
 
 impl CommandProcess {
     /// Starts the supervisor, then `bash` in its group, then the reaper and the output pumps.
     ///
     /// Must be called inside a tokio runtime (the pumps are tokio tasks).
-    pub(crate) fn spawn(launch: &Launch<'_>, limits: &OutputLimits) -> Result<Self, ShellError> {
+    pub(crate) fn spawn(
+        launch: &Launch<'_>,
+        limits: &OutputLimits,
+        supervision: Option<&dyn Supervision>,
+    ) -> Result<Self, ShellError> {
+        if let Some(supervision) = supervision {
+            return Self::spawn_supervised(launch, limits, supervision);
+        }
         let Supervisor {
             child: mut sup,
             lifeline,
@@ -154,7 +218,7 @@ impl CommandProcess {
             }
         };
         let group = Arc::new(ProcessGroup {
-            pgid: Pid::from_raw(pgid as i32),
+            target: GroupTarget::Group(Pid::from_raw(pgid as i32)),
             open: Mutex::new(true),
         });
         let (stdout, stderr) = (bash.stdout.take(), bash.stderr.take());
@@ -178,41 +242,135 @@ impl CommandProcess {
             });
         }
         // From here on the reaper owns reaping; any failure just kills the group.
-        let pipes = stdout
-            .zip(stderr)
-            .ok_or_else(|| io::Error::other("bash started without output pipes"));
-        let pipes = pipes.and_then(|(out, err)| {
-            Ok((
-                tokio::process::ChildStdout::from_std(out)?,
-                tokio::process::ChildStderr::from_std(err)?,
-            ))
-        });
-        let (out_pipe, err_pipe) = match pipes {
-            Ok(pipes) => pipes,
-            Err(source) => {
-                group.close();
-                return Err(ShellError::Spawn {
-                    what: "the output pipes",
-                    source,
-                });
-            }
-        };
-        let stdout = Arc::new(StreamTail::new(limits.max_output_bytes));
-        let stderr = Arc::new(StreamTail::new(limits.max_output_bytes));
-        let spill = |label| Spill::new(limits.spill_dir.clone(), label, limits.max_spill_bytes);
-        let pumps = [
-            tokio::spawn(pump(out_pipe, stdout.clone(), spill("stdout"))),
-            tokio::spawn(pump(err_pipe, stderr.clone(), spill("stderr"))),
-        ];
-        Ok(Self {
+        let (stdout, stderr, pumps) = start_pumps(stdout, stderr, &group, limits)?;
+        Ok(Self::assemble(
+            group,
+            exit,
+            (stdout, stderr, pumps),
+            Lifeline::Pipe(lifeline),
+        ))
+    }
+
+    fn assemble(
+        group: Arc<ProcessGroup>,
+        exit: oneshot::Receiver<ExitInfo>,
+        (stdout, stderr, pumps): Pumps,
+        lifeline: Lifeline,
+    ) -> Self {
+        Self {
             group,
             exit,
             stdout,
             stderr,
             pumps,
             lifeline,
-        })
+            leftovers: Arc::default(),
+        }
     }
+
+    /// Starts a supervisor program (see [`crate::supervise`]) that runs, confines and contains
+    /// the command, then the reaper and the output pumps.
+    fn spawn_supervised(
+        launch: &Launch<'_>,
+        limits: &OutputLimits,
+        supervision: &dyn Supervision,
+    ) -> Result<Self, ShellError> {
+        let request = SuperviseRequest {
+            command: launch.command,
+            workdir: launch.workdir,
+            unconfined: launch.unconfined,
+            workspace: launch.workspace,
+        };
+        let SupervisorLaunch { program, args } = supervision.supervisor(&request)?;
+        let spawn_error = |source| ShellError::Spawn {
+            what: "the command supervisor",
+            source,
+        };
+        let (control, theirs) = UnixStream::pair().map_err(spawn_error)?;
+        let report = control.try_clone().map_err(spawn_error)?;
+        let spawned = Command::new(&program)
+            .args(&args)
+            .arg(launch.command)
+            .current_dir(launch.workdir)
+            .env_clear()
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn();
+        let mut sup = match spawned {
+            Ok(sup) => sup,
+            Err(source) if source.raw_os_error() == Some(Errno::E2BIG as i32) => {
+                return Err(too_long(launch));
+            }
+            Err(source) => return Err(spawn_error(source)),
+        };
+        let group = Arc::new(ProcessGroup {
+            target: GroupTarget::Supervisor(control.try_clone().map_err(spawn_error)?),
+            open: Mutex::new(true),
+        });
+        let lifeline = Lifeline::Socket(control);
+        let (stdout, stderr) = (sup.stdout.take(), sup.stderr.take());
+        let (exit_tx, exit) = oneshot::channel();
+        let leftovers = Arc::new(AtomicU32::new(0));
+        let reaper = std::thread::Builder::new()
+            .name("dsh-shell-reaper".into())
+            .spawn({
+                let group = group.clone();
+                let leftovers = leftovers.clone();
+                move || reap_supervised(&group, sup, report, &leftovers, exit_tx)
+            });
+        if let Err(source) = reaper {
+            // Dropping the lifeline (and the unrun closure's copy) makes the supervisor sweep
+            // and exit; nobody reaps it then, which only costs a zombie until dsh exits.
+            return Err(spawn_error(source));
+        }
+        let pumps = start_pumps(stdout, stderr, &group, limits)?;
+        let mut process = Self::assemble(group, exit, pumps, lifeline);
+        process.leftovers = leftovers;
+        Ok(process)
+    }
+}
+
+/// The stdout and stderr tails and the two tokio tasks that fill them.
+type Pumps = (Arc<StreamTail>, Arc<StreamTail>, [JoinHandle<()>; 2]);
+
+/// Starts the output pumps; on failure the group is killed.
+fn start_pumps(
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    group: &ProcessGroup,
+    limits: &OutputLimits,
+) -> Result<Pumps, ShellError> {
+    let pipes = stdout
+        .zip(stderr)
+        .ok_or_else(|| io::Error::other("bash started without output pipes"));
+    let pipes = pipes.and_then(|(out, err)| {
+        Ok((
+            tokio::process::ChildStdout::from_std(out)?,
+            tokio::process::ChildStderr::from_std(err)?,
+        ))
+    });
+    let (out_pipe, err_pipe) = match pipes {
+        Ok(pipes) => pipes,
+        Err(source) => {
+            group.signal(Signal::SIGKILL);
+            group.close();
+            return Err(ShellError::Spawn {
+                what: "the output pipes",
+                source,
+            });
+        }
+    };
+    let stdout = Arc::new(StreamTail::new(limits.max_output_bytes));
+    let stderr = Arc::new(StreamTail::new(limits.max_output_bytes));
+    let spill = |label| Spill::new(limits.spill_dir.clone(), label, limits.max_spill_bytes);
+    let pumps = [
+        tokio::spawn(pump(out_pipe, stdout.clone(), spill("stdout"))),
+        tokio::spawn(pump(err_pipe, stderr.clone(), spill("stderr"))),
+    ];
+    Ok((stdout, stderr, pumps))
 }
 
 /// `E2BIG` from `exec`: almost always a command over the per-argument limit (a model writing a
@@ -237,5 +395,33 @@ fn reap(
     group.close();
     let _ = supervisor.wait();
     // The receiver is gone only if the command was abandoned; everything is reaped regardless.
+    let _ = exit_tx.send(exit);
+}
+
+/// The reaper thread of a supervisor program: wait for it (it exits only once every descendant
+/// of the command is gone), then read its report.
+fn reap_supervised(
+    group: &ProcessGroup,
+    mut supervisor: Child,
+    mut report: UnixStream,
+    leftovers: &AtomicU32,
+    exit_tx: oneshot::Sender<ExitInfo>,
+) {
+    let status = supervisor.wait();
+    group.close();
+    let mut text = String::new();
+    // End of file: the supervisor has exited, or the lifeline was dropped (nobody waits then).
+    let _ = report.read_to_string(&mut text);
+    let exit = match Report::decode(&text) {
+        Some(report) => {
+            leftovers.store(report.leftovers, Ordering::Release);
+            match report.status {
+                ReportStatus::Code(code) => ExitInfo::Code(code),
+                ReportStatus::Signal(raw) => ExitInfo::Signal(signal_name(raw)),
+            }
+        }
+        // No report: the supervisor itself failed; its own status is the best account.
+        None => status.map_or(ExitInfo::Unknown, ExitInfo::from),
+    };
     let _ = exit_tx.send(exit);
 }

@@ -41,4 +41,7 @@ pub struct ShellRunResult {
     pub stdout: CapturedOutput,
     /// Standard error.
     pub stderr: CapturedOutput,
+    /// Processes the command left running (a `setsid` daemon, a forgotten `&`) that its
+    /// supervisor killed when it ended; counted only under a supervision program.
+    pub leftovers: u32,
 }

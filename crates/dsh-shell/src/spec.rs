@@ -30,6 +30,12 @@ pub struct ShellExecRequest {
     /// Stops the command (kill ladder) when cancelled; a token that is already cancelled makes
     /// `run`/`start` refuse without spawning anything.
     pub cancel: Option<CancellationToken>,
+    /// Run this one command outside the sandbox (an approved escalation); it is still
+    /// contained. Meaningless without a [`Supervision`](crate::Supervision).
+    pub unconfined: bool,
+    /// The session's workspace (writable under a confining sandbox), when known; a command's
+    /// `workdir` never widens what it may write.
+    pub workspace: Option<PathBuf>,
 }
 
 impl ShellExecRequest {
@@ -61,6 +67,12 @@ pub struct ShellExecSpec {
     pub owner: Option<String>,
     /// Cancellation of this command.
     pub cancel: Option<CancellationToken>,
+    /// Run this one command outside the sandbox (an approved escalation); it is still
+    /// contained. Meaningless without a [`Supervision`](crate::Supervision).
+    pub unconfined: bool,
+    /// The session's workspace (writable under a confining sandbox), when known; a command's
+    /// `workdir` never widens what it may write.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -86,6 +98,8 @@ pub fn resolve_request(
         env: req.env,
         owner: req.owner,
         cancel: req.cancel,
+        unconfined: req.unconfined,
+        workspace: req.workspace,
     })
 }
 

@@ -38,6 +38,9 @@ that look like credentials are removed.
 returns `started background task <id>` at once and the task runs without a timeout (it is \
 stopped when this session ends). Read its new output with `bash_output(task_id)` and stop it \
 with `bash_kill(task_id)`; you are told when it finishes.
+- Commands may run in a sandbox that limits where they can write (and whether they reach the \
+network): a write it blocks fails with `Permission denied`. To run one command outside it, set \
+`escalate: true` with a `justification`; the user decides.
 - Prefer the `read`, `write`, `edit`, `glob` and `grep` tools to `cat`, `sed`, `find` and \
 `grep` here.";
 
@@ -59,6 +62,14 @@ pub struct BashArgs {
     /// Start the command as a background task and return its id at once.
     #[serde(default)]
     pub run_in_background: bool,
+    /// Ask to run this one command outside the sandbox (it needs to write outside the
+    /// writable roots, or the network while it is off). Requires `justification`; the user is
+    /// asked, and where nobody can be asked the call is refused with the reason.
+    #[serde(default)]
+    pub escalate: bool,
+    /// Why the command must run outside the sandbox, shown verbatim to the user.
+    #[serde(default)]
+    pub justification: Option<String>,
 }
 
 /// The `bash` tool. Exclusive: a command may change anything, so no other call overlaps it.
@@ -123,6 +134,7 @@ fn managed_env(call: &ToolCallContext) -> Vec<(String, String)> {
 fn shell_failure(error: ShellError) -> ToolError {
     match error {
         ShellError::Cancelled => ToolError::aborted(),
+        ShellError::Refused { code, message } => ToolError::coded("SandboxError", code, message),
         other => ToolError::new(other.to_string()),
     }
 }
@@ -159,6 +171,9 @@ impl TypedTool for BashTool {
             // A background task outlives the call that started it: only `bash_kill`, its own
             // end or the executor's disposal stop it.
             cancel: (!background).then(|| call.cancel().clone()),
+            // The guard's pre-execute policy only lets an escalation through once approved.
+            unconfined: args.escalate,
+            workspace: call.caller().and_then(|c| c.cwd.clone()),
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {

@@ -65,6 +65,16 @@ pub(crate) fn render_run(result: &ShellRunResult) -> String {
     if text.is_empty() {
         text.push_str(NO_OUTPUT);
     }
+    if result.leftovers > 0 {
+        push_line(
+            &mut text,
+            &format!(
+                "[stopped {} leftover process(es) the command left running; start servers and \
+                 watchers with run_in_background]",
+                result.leftovers
+            ),
+        );
+    }
     if result.timed_out {
         push_line(
             &mut text,
@@ -162,7 +172,17 @@ mod tests {
             timeout: Duration::from_millis(1500),
             stdout: stream(stdout),
             stderr: stream(stderr),
+            leftovers: 0,
         }
+    }
+
+    #[test]
+    fn leftovers_are_named_before_the_exit_marker() {
+        let mut result = run("hi\n", "", Some(3));
+        result.leftovers = 2;
+        let text = render_run(&result);
+        assert!(text.contains("[stopped 2 leftover process(es)"), "{text}");
+        assert_eq!(exit_of(&text), Some(3));
     }
 
     #[test]

@@ -1,0 +1,245 @@
+//! `[sandbox]` and `[permissions]`, and the `--sandbox`/`--approval` flags: what the guard
+//! (dsh-guard) is configured with, each value with its source for `dsh config show`.
+//!
+//! ```toml
+//! [sandbox]
+//! mode = "workspace-write"        # read-only | workspace-write | danger-full-access
+//! network = true                  # false: no TCP connect or bind, loopback included
+//! writable_roots = ["~/.cache/x"] # extra directories commands may write
+//! protect = "best-effort"         # or "require": refuse what cannot keep .git/.dsh read-only
+//!
+//! [permissions]
+//! approval = "ask"                # ask | never | auto (default: ask; `dsh run`: never)
+//! deny = ["bash(rm -rf *)", "write(/etc/**)"]
+//! ask = ["bash(git push *)"]
+//! allow = ["bash(cargo test *)", "mcp__github__*"]
+//! ```
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use dsh_guard::{ApprovalPolicy, LandlockProbe, Rule, Rules, SandboxMode};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{Overrides, Source, Sourced, located, toml_string};
+
+/// `[sandbox]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileSandbox {
+    mode: Option<Spanned<String>>,
+    network: Option<bool>,
+    writable_roots: Option<Vec<String>>,
+    protect: Option<Spanned<String>>,
+}
+
+/// `[permissions]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FilePermissions {
+    approval: Option<Spanned<String>>,
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    ask: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+}
+
+/// Whether commands may run when `.git` and `.dsh` cannot be kept read-only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protect {
+    /// Run anyway (the file tools still refuse); said in `dsh config show` and the README.
+    BestEffort,
+    /// Refuse confined commands (`SANDBOX_UNAVAILABLE`).
+    Require,
+}
+
+/// The guard's effective settings.
+#[derive(Clone, Debug)]
+pub struct GuardSettings {
+    /// The sandbox mode.
+    pub sandbox: Sourced<SandboxMode>,
+    /// Whether commands reach the network.
+    pub network: Sourced<bool>,
+    /// Extra writable directories (`~` expanded).
+    pub writable_roots: Sourced<Vec<PathBuf>>,
+    /// What to do about `.git`/`.dsh` without a mount namespace.
+    pub protect: Sourced<Protect>,
+    /// The approval policy, when set by flag or file (else the front end's default).
+    pub approval: Option<Sourced<ApprovalPolicy>>,
+    /// The rules, each knowing where it was written.
+    pub rules: Rules,
+}
+
+impl GuardSettings {
+    /// The approval policy a front end applies: the configured one, else `default`.
+    pub fn approval_or(&self, default: ApprovalPolicy) -> ApprovalPolicy {
+        self.approval.as_ref().map_or(default, |a| a.value)
+    }
+}
+
+/// Resolves flags over the file over the defaults; a bad value or rule is an error at
+/// `file:line:column`.
+pub(super) fn resolve(
+    sandbox: FileSandbox,
+    permissions: FilePermissions,
+    flags: &Overrides,
+    path: &Path,
+    text: &str,
+) -> anyhow::Result<GuardSettings> {
+    let at = |span: std::ops::Range<usize>| located(path, text, span.start);
+    let mode = match (flags.sandbox, sandbox.mode) {
+        (Some(mode), _) => Sourced::new(mode, Source::Flag("--sandbox")),
+        (None, Some(mode)) => match mode.get_ref().parse::<SandboxMode>() {
+            Ok(value) => Sourced::new(value, Source::File),
+            Err(e) => bail!("invalid config file {}: sandbox.mode: {e}", at(mode.span())),
+        },
+        (None, None) => Sourced::new(SandboxMode::default(), Source::Default),
+    };
+    let network = match sandbox.network {
+        Some(on) => Sourced::new(on, Source::File),
+        None => Sourced::new(true, Source::Default),
+    };
+    let writable_roots = match sandbox.writable_roots {
+        Some(roots) => Sourced::new(roots.iter().map(|r| expand_home(r)).collect(), Source::File),
+        None => Sourced::new(Vec::new(), Source::Default),
+    };
+    let protect = match sandbox.protect {
+        None => Sourced::new(Protect::BestEffort, Source::Default),
+        Some(p) => match p.get_ref().as_str() {
+            "best-effort" => Sourced::new(Protect::BestEffort, Source::File),
+            "require" => Sourced::new(Protect::Require, Source::File),
+            other => bail!(
+                "invalid config file {}: sandbox.protect: expected \"best-effort\" or \
+                 \"require\", got {other:?}",
+                at(p.span())
+            ),
+        },
+    };
+    let approval = match (flags.approval, permissions.approval) {
+        (Some(policy), _) => Some(Sourced::new(policy, Source::Flag("--approval"))),
+        (None, Some(policy)) => match policy.get_ref().parse::<ApprovalPolicy>() {
+            Ok(value) => Some(Sourced::new(value, Source::File)),
+            Err(e) => bail!(
+                "invalid config file {}: permissions.approval: {e}",
+                at(policy.span())
+            ),
+        },
+        (None, None) => None,
+    };
+    let parse = |key: &str, list: Vec<Spanned<String>>| -> anyhow::Result<Vec<Rule>> {
+        list.into_iter()
+            .map(|raw| {
+                // The span starts at the opening quote.
+                let start = raw.span().start + 1;
+                match Rule::parse(raw.get_ref()) {
+                    Ok(mut rule) => {
+                        rule.origin = Some(located(path, text, start));
+                        Ok(rule)
+                    }
+                    Err(e) => bail!(
+                        "invalid config file {}: permissions.{key}: bad rule {:?}: {e}",
+                        located(path, text, start + e.offset),
+                        raw.get_ref()
+                    ),
+                }
+            })
+            .collect()
+    };
+    let rules = Rules {
+        deny: parse("deny", permissions.deny)?,
+        ask: parse("ask", permissions.ask)?,
+        allow: parse("allow", permissions.allow)?,
+    };
+    Ok(GuardSettings {
+        sandbox: mode,
+        network,
+        writable_roots,
+        protect,
+        approval,
+        rules,
+    })
+}
+
+/// `~/x` → `$HOME/x`.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The `[sandbox]` and `[permissions]` sections of `dsh config show`.
+pub(super) fn render(out: &mut String, guard: &GuardSettings, probe: &dyn LandlockProbe) {
+    let line = |out: &mut String, text: String, source: &dyn std::fmt::Display| {
+        let _ = writeln!(out, "{text:<48} # {source}");
+    };
+    let q = |s: &str| toml_string(s);
+    let _ = writeln!(out, "\n[sandbox]");
+    line(
+        out,
+        format!("mode = {}", q(guard.sandbox.value.as_str())),
+        &guard.sandbox.source,
+    );
+    line(
+        out,
+        format!("network = {}", guard.network.value),
+        &guard.network.source,
+    );
+    let roots: Vec<String> = guard
+        .writable_roots
+        .value
+        .iter()
+        .map(|r| q(&r.display().to_string()))
+        .collect();
+    line(
+        out,
+        format!("writable_roots = [{}]", roots.join(", ")),
+        &guard.writable_roots.source,
+    );
+    let protect = match guard.protect.value {
+        Protect::BestEffort => "best-effort",
+        Protect::Require => "require",
+    };
+    line(
+        out,
+        format!("protect = {}", q(protect)),
+        &guard.protect.source,
+    );
+    let state = match probe.probe() {
+        Ok(()) => "available: confining modes are enforced".to_owned(),
+        Err(e) => format!("UNAVAILABLE ({e}): confining modes refuse every command"),
+    };
+    let _ = writeln!(out, "# landlock: {state}");
+    let _ = writeln!(
+        out,
+        "# .git and .dsh are not write-protected from commands yet (no mount namespace); \
+         write/edit outside the writable roots need approval"
+    );
+    let _ = writeln!(out, "\n[permissions]");
+    match &guard.approval {
+        Some(a) => line(
+            out,
+            format!("approval = {}", q(a.value.as_str())),
+            &a.source,
+        ),
+        None => line(
+            out,
+            "# approval unset".to_owned(),
+            &"default: ask (chat, acp), never (dsh run)",
+        ),
+    }
+    for (key, rules) in [
+        ("deny", &guard.rules.deny),
+        ("ask", &guard.rules.ask),
+        ("allow", &guard.rules.allow),
+    ] {
+        for rule in rules {
+            let origin = rule.origin.as_deref().unwrap_or("file");
+            line(out, format!("{key} += {}", q(rule.text())), &origin);
+        }
+    }
+}

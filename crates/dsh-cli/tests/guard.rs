@@ -1,0 +1,197 @@
+#![allow(clippy::unwrap_used)]
+//! The guard end to end: the real `dsh` binary (its commands supervised by `dsh __supervise`)
+//! against the mock server.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{World, bash, stderr, stdout};
+use dsh_session::EventKind;
+use dsh_testkit::MockResponse;
+use serde_json::{Value, json};
+
+/// A directory outside every writable root (not under the workspace nor /tmp), standing in
+/// for a folder under the user's real home.
+fn outside() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn decisions(w: &World, id: &str) -> Vec<Value> {
+    w.load(id)
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Other { type_name, data } if type_name == "approval/decided" => {
+                Some(data.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_whose_commands_write_outside_the_workspace_creates_nothing_records_it_and_exits_zero() {
+    let w = World::new();
+    let out_dir = outside();
+    let target = out_dir.path().join("pwned.txt");
+    let target_s = target.display().to_string();
+    let escalate = json!({
+        "command": format!("echo x > '{target_s}'"),
+        "description": "write outside",
+        "escalate": true,
+        "justification": "the user wants it there",
+    })
+    .to_string();
+    let write = json!({"file_path": target_s, "content": "x"}).to_string();
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            &bash(&format!("echo x > '{target_s}'; echo inside > in.txt")),
+        ))
+        .push(MockResponse::tool_call("call_2", "bash", &escalate))
+        .push(MockResponse::tool_call("call_3", "write", &write))
+        .push(MockResponse::text("Tried."));
+    let out = w.output(&["run", "write", "outside"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "Tried.\n");
+    assert!(!target.exists(), "the sandbox let a write outside through");
+    assert!(
+        w.cwd.path().join("in.txt").exists(),
+        "a workspace write was blocked"
+    );
+
+    let requests = w.server.requests();
+    let system = serde_json::to_string(&requests[0].messages()[0]).unwrap();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!(
+            "they may write only under {}, /tmp",
+            cwd.display()
+        )),
+        "{system}"
+    );
+    assert!(system.contains("escalation is unavailable"), "{system}");
+    let seen = serde_json::to_string(requests[3].messages()).unwrap();
+    assert!(seen.contains("[sandbox] write to"), "{seen}");
+    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(seen.contains("escalation is unavailable"), "{seen}");
+    assert!(seen.contains("outside the writable roots"), "{seen}");
+
+    let id = w.only_session_id();
+    let logged = decisions(&w, &id);
+    let verdicts: Vec<(&str, &str)> = logged
+        .iter()
+        .map(|d| (d["tool"].as_str().unwrap(), d["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("bash", "allow"), ("bash", "deny"), ("write", "deny")]
+    );
+    assert_eq!(logged[1]["approval"], "never");
+    assert_eq!(logged[1]["escalation"], "the user wants it there");
+
+    let shown = w.output(&["sessions", "show", &id]);
+    let shown = stdout(&shown);
+    assert!(shown.contains("[guard] write: deny by mode"), "{shown}");
+}
+
+#[test]
+fn danger_full_access_by_flag_lets_the_write_through_and_the_session_says_so() {
+    let w = World::new();
+    let out_dir = outside();
+    let target = out_dir.path().join("allowed.txt");
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            &bash(&format!("echo x > '{}'", target.display())),
+        ))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&[
+        "run",
+        "--sandbox",
+        "danger-full-access",
+        "--approval",
+        "auto",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(target.exists());
+    let logged = decisions(&w, &w.only_session_id());
+    assert_eq!(logged[0]["sandbox"], "danger-full-access");
+    assert_eq!(logged[0]["approval"], "auto");
+}
+
+#[test]
+fn a_setsid_daemon_dies_with_a_killed_dsh() {
+    let w = World::new();
+    let pid_file = w.cwd.path().join("daemon.pid");
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            &bash("setsid sleep 33 & echo $! > daemon.pid.tmp && mv daemon.pid.tmp daemon.pid; sleep 100"),
+        ))
+        .push(MockResponse::text("unreachable"));
+    let mut dsh = w.spawn(&["run", "x"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid: i32 = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file) {
+            break text.trim().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    dsh.kill().unwrap();
+    dsh.wait().unwrap();
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+            && std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.contains("33"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running() {
+        assert!(Instant::now() < deadline, "the setsid daemon outlived dsh");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn config_show_names_the_sandbox_and_rules_with_their_sources() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[sandbox]\nnetwork = false\n\n[permissions]\ndeny = [\"bash(rm -rf *)\"]\n",
+    )
+    .unwrap();
+    let out = w.output(&["config", "show", "--sandbox", "read-only"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in {text}"))
+            .to_owned()
+    };
+    assert!(line("mode = \"read-only\"").ends_with("# flag --sandbox"));
+    assert!(line("network = false").ends_with("# file"));
+    assert!(line("deny += \"bash(rm -rf *)\"").contains("config.toml:5:"));
+    assert!(text.contains("# landlock: available"), "{text}");
+}
+
+#[test]
+fn a_bad_rule_is_named_at_its_file_line_and_column() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[permissions]\nallow = [\"bash(ls *)\", \"bash(git\"]\n",
+    )
+    .unwrap();
+    let out = w.output(&["config", "show"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("config.toml:2:33"), "{err}");
+    assert!(err.contains("missing `)`"), "{err}");
+}

@@ -1,0 +1,545 @@
+//! The approval policy and the decision for one call: rules first (deny > ask > allow), then
+//! what the sandbox mode allows, then the policy for what is left.
+//!
+//! Two kinds of call need more than running confined (spec/guard.md §5):
+//! - **A, needs approval:** an `ask` rule matched, or an unconfined call that may mutate (any
+//!   `bash` or file write in `danger-full-access` that no allow rule or safe list covers);
+//! - **B, beyond the mode:** an escalation (a command to run outside the sandbox), or a
+//!   `write`/`edit` outside the writable roots (any write in `read-only`).
+//!
+//! | | ask | never | auto |
+//! |---|---|---|---|
+//! | A | ask | deny + reason | allow |
+//! | B | ask | deny + reason | deny + reason |
+//!
+//! An ordinary `bash` call in a confining mode is neither: it runs confined without asking.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::mode::SandboxMode;
+use crate::policy::{SandboxPolicy, lexical};
+use crate::rules::{CallFacts, Rule, RuleAction, is_file_tool, plainly_readable, simple_commands};
+
+/// When dsh asks the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalPolicy {
+    /// Ask for anything beyond the mode or marked `ask` (the chat and ACP default).
+    Ask,
+    /// Never ask: refuse it with a reason the model can act on (the `dsh run` default).
+    Never,
+    /// Never ask: allow what only needs approval, refuse what goes beyond the mode.
+    Auto,
+}
+
+impl ApprovalPolicy {
+    /// Every policy.
+    pub const ALL: [ApprovalPolicy; 3] = [
+        ApprovalPolicy::Ask,
+        ApprovalPolicy::Never,
+        ApprovalPolicy::Auto,
+    ];
+
+    /// The spelling used by flags, config and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Ask => "ask",
+            ApprovalPolicy::Never => "never",
+            ApprovalPolicy::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A policy name that is not one of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown approval policy {0:?}: expected ask, never or auto")]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for ApprovalPolicy {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ApprovalPolicy::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownPolicy(s.to_owned()))
+    }
+}
+
+/// The configured rules, by action.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Refuse, whatever the policy.
+    pub deny: Vec<Rule>,
+    /// Needs approval.
+    pub ask: Vec<Rule>,
+    /// Runs without asking (still confined).
+    pub allow: Vec<Rule>,
+}
+
+/// What happens to the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "lowercase")]
+pub enum Verdict {
+    /// It runs.
+    Allow,
+    /// It does not; the model reads the reason.
+    Deny {
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// The user decides.
+    Ask {
+        /// What the user is asked about.
+        reason: String,
+    },
+}
+
+/// A verdict and what produced it, as logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The outcome.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// What decided: `rule`, `mode` or `policy`.
+    pub by: &'static str,
+    /// The rule that matched, with where it was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The justification of an escalation request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
+}
+
+/// Read-only commands that never need approval even unconfined (used only where something
+/// would otherwise ask: `danger-full-access` under `ask`). Each must also be plainly readable.
+const SAFE_COMMANDS: &[&str] = &[
+    "cat",
+    "cd",
+    "pwd",
+    "echo",
+    "true",
+    "false",
+    "ls",
+    "head",
+    "tail",
+    "wc",
+    "nl",
+    "cut",
+    "paste",
+    "tr",
+    "rev",
+    "tac",
+    "seq",
+    "expr",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "id",
+    "whoami",
+    "uname",
+    "which",
+    "diff",
+    "cmp",
+    "comm",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "grep",
+    "egrep",
+    "fgrep",
+];
+
+/// Whether `command` only reads: every simple command is on the safe list, nothing hidden.
+pub fn is_safe_command(command: &str) -> bool {
+    plainly_readable(command)
+        && simple_commands(command).iter().all(|c| {
+            let first = c.split_whitespace().next().unwrap_or("");
+            SAFE_COMMANDS.contains(&first)
+        })
+}
+
+/// The whole decision procedure of a session: its sandbox, approval policy and rules.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// The sandbox the session's commands run in.
+    pub sandbox: SandboxPolicy,
+    /// When to ask.
+    pub approval: ApprovalPolicy,
+    /// The configured rules.
+    pub rules: Rules,
+}
+
+/// One tool call, as the guard sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallView<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// Its parsed arguments.
+    pub arguments: &'a Value,
+    /// The caller's working directory (relative paths hang off it).
+    pub cwd: Option<&'a Path>,
+}
+
+impl Guard {
+    /// Decides one call; the caller's working directory is its session's workspace.
+    pub fn decide(&self, call: &CallView<'_>) -> Decision {
+        if call.cwd.is_some_and(|cwd| cwd != self.sandbox.workspace) {
+            let scoped = Guard {
+                sandbox: self.sandbox.for_workspace(call.cwd),
+                approval: self.approval,
+                rules: self.rules.clone(),
+            };
+            return scoped.decide_here(call);
+        }
+        self.decide_here(call)
+    }
+
+    fn decide_here(&self, call: &CallView<'_>) -> Decision {
+        let tool = call.tool.to_ascii_lowercase();
+        let command = (tool == "bash")
+            .then(|| call.arguments.get("command").and_then(Value::as_str))
+            .flatten();
+        let path = is_file_tool(&tool)
+            .then(|| target_path(call, &self.sandbox.workspace))
+            .flatten();
+        let facts = CallFacts {
+            tool: &tool,
+            command,
+            path: path.as_deref(),
+            workspace: call.cwd.unwrap_or(&self.sandbox.workspace),
+        };
+        let escalation = (tool == "bash"
+            && call.arguments.get("escalate").and_then(Value::as_bool) == Some(true))
+        .then(|| {
+            call.arguments
+                .get("justification")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        });
+        let by_rule = |action: RuleAction, rule: &Rule, verdict| Decision {
+            verdict,
+            by: "rule",
+            rule: Some(format!("{} {rule}", action.as_str())),
+            escalation: escalation.clone(),
+        };
+        if let Some(rule) = self.rules.deny.iter().find(|r| r.matches_any(&facts)) {
+            let reason = format!(
+                "`{}` is denied by the rule `{}`; do not retry it in another form",
+                call.tool,
+                rule.text()
+            );
+            return by_rule(RuleAction::Deny, rule, Verdict::Deny { reason });
+        }
+        if let Some(justification) = &escalation {
+            return self.beyond_mode(self.escalation(justification, command), escalation.clone());
+        }
+        if let Some(rule) = self.rules.ask.iter().find(|r| r.matches_any(&facts)) {
+            let what = format!("`{}` matches the rule `{}`", call.tool, rule.text());
+            let mut decision = self.needs_approval(what);
+            decision.by = "rule";
+            decision.rule = Some(format!("ask {rule}"));
+            return decision;
+        }
+        if let Some(rule) = self.rules.allow.iter().find(|r| r.matches_all(&facts)) {
+            return by_rule(RuleAction::Allow, rule, Verdict::Allow);
+        }
+        let mode = self.sandbox.mode;
+        if matches!(tool.as_str(), "write" | "edit") {
+            let Some(path) = &path else {
+                // The tool itself reports a missing or bad path.
+                return self.allowed("mode");
+            };
+            if mode == SandboxMode::DangerFullAccess {
+                return self.needs_approval(format!("`{}` writes {}", call.tool, path.display()));
+            }
+            if !self.sandbox.allows_write(path) {
+                let why = match mode {
+                    SandboxMode::ReadOnly => "the session is read-only".to_owned(),
+                    _ => format!("it is outside the writable roots ({})", self.roots_text()),
+                };
+                return self.beyond_mode(
+                    Beyond {
+                        asked: format!("`{}` writes {} ({why})", call.tool, path.display()),
+                        refused: format!(
+                            "`{}` may not write {}: {why}. Keep writes inside {}",
+                            call.tool,
+                            path.display(),
+                            self.roots_text()
+                        ),
+                    },
+                    None,
+                );
+            }
+            return self.allowed("mode");
+        }
+        if tool == "bash" && mode == SandboxMode::DangerFullAccess {
+            if command.is_some_and(is_safe_command) {
+                return self.allowed("mode");
+            }
+            return self.needs_approval(format!(
+                "`bash` runs unconfined (danger-full-access): {}",
+                command.unwrap_or("")
+            ));
+        }
+        self.allowed("mode")
+    }
+
+    fn allowed(&self, by: &'static str) -> Decision {
+        Decision {
+            verdict: Verdict::Allow,
+            by,
+            rule: None,
+            escalation: None,
+        }
+    }
+
+    fn roots_text(&self) -> String {
+        let roots = self.sandbox.write_roots();
+        if roots.is_empty() {
+            return "nothing: the session is read-only".to_owned();
+        }
+        roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn escalation(&self, justification: &str, command: Option<&str>) -> Beyond {
+        Beyond {
+            asked: format!(
+                "run outside the sandbox: {}\njustification: {justification}",
+                command.unwrap_or("")
+            ),
+            refused: format!(
+                "escalation is unavailable here; keep writes inside {} or ask the user to \
+                 rerun dsh with `--sandbox danger-full-access`",
+                self.roots_text()
+            ),
+        }
+    }
+
+    /// Kind A: ask under `ask`, refuse under `never`, allow under `auto`.
+    fn needs_approval(&self, what: String) -> Decision {
+        let verdict = match self.approval {
+            ApprovalPolicy::Ask => Verdict::Ask { reason: what },
+            ApprovalPolicy::Auto => Verdict::Allow,
+            ApprovalPolicy::Never => Verdict::Deny {
+                reason: format!(
+                    "{what}, which needs the user's approval, and this session never asks \
+                     (approval policy `never`); do it another way or leave it to the user"
+                ),
+            },
+        };
+        Decision {
+            verdict,
+            by: "policy",
+            rule: None,
+            escalation: None,
+        }
+    }
+
+    /// Kind B: ask under `ask`, refuse otherwise.
+    fn beyond_mode(&self, beyond: Beyond, escalation: Option<String>) -> Decision {
+        let empty_justification = escalation.as_deref().is_some_and(str::is_empty);
+        let verdict = if empty_justification {
+            Verdict::Deny {
+                reason: "an escalation (`escalate: true`) needs a `justification` saying why \
+                         the command must run outside the sandbox"
+                    .to_owned(),
+            }
+        } else {
+            match self.approval {
+                ApprovalPolicy::Ask => Verdict::Ask {
+                    reason: beyond.asked,
+                },
+                ApprovalPolicy::Never | ApprovalPolicy::Auto => Verdict::Deny {
+                    reason: format!(
+                        "{} (sandbox `{}`, approval policy `{}`)",
+                        beyond.refused, self.sandbox.mode, self.approval
+                    ),
+                },
+            }
+        };
+        Decision {
+            verdict,
+            by: "mode",
+            rule: None,
+            escalation,
+        }
+    }
+}
+
+/// What to ask, and what to tell the model when not asking.
+struct Beyond {
+    asked: String,
+    refused: String,
+}
+
+/// The absolute target of a file tool's `file_path`, relative paths hanging off the caller's
+/// working directory (else the workspace).
+fn target_path(call: &CallView<'_>, workspace: &Path) -> Option<PathBuf> {
+    let raw = call.arguments.get("file_path").and_then(Value::as_str)?;
+    let path = Path::new(raw);
+    Some(lexical(&if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        call.cwd.unwrap_or(workspace).join(path)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(mode: SandboxMode, approval: ApprovalPolicy) -> Guard {
+        Guard {
+            sandbox: SandboxPolicy::new(mode, "/ws"),
+            approval,
+            rules: Rules::default(),
+        }
+    }
+
+    fn rules(list: &[&str]) -> Vec<Rule> {
+        list.iter().map(|r| Rule::parse(r).unwrap()).collect()
+    }
+
+    fn decide(guard: &Guard, tool: &str, arguments: Value) -> Decision {
+        guard.decide(&CallView {
+            tool,
+            arguments: &arguments,
+            cwd: Some(Path::new("/ws")),
+        })
+    }
+
+    fn bash(command: &str) -> Value {
+        serde_json::json!({ "command": command, "description": "test" })
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow() {
+        let mut g = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        g.rules.allow = rules(&["bash(git *)"]);
+        g.rules.deny = rules(&["bash(git push *)"]);
+        g.rules.ask = rules(&["bash(git commit *)"]);
+        let push = decide(&g, "bash", bash("git status && git push"));
+        assert!(matches!(push.verdict, Verdict::Deny { .. }), "{push:?}");
+        assert_eq!(push.by, "rule");
+        let commit = decide(&g, "bash", bash("git commit -m x"));
+        assert!(matches!(commit.verdict, Verdict::Ask { .. }), "{commit:?}");
+        assert_eq!(decide(&g, "bash", bash("git log")).verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn confined_bash_runs_without_asking() {
+        let g = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        assert_eq!(
+            decide(&g, "bash", bash("rm -rf /x")).verdict,
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn never_refuses_what_would_ask_with_a_reason() {
+        let g = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Never);
+        let outside = decide(&g, "write", serde_json::json!({"file_path": "/etc/x"}));
+        let Verdict::Deny { reason } = outside.verdict else {
+            panic!("{outside:?}")
+        };
+        assert!(reason.contains("outside the writable roots"), "{reason}");
+        assert!(reason.contains("Keep writes inside /ws"), "{reason}");
+
+        let danger = guard(SandboxMode::DangerFullAccess, ApprovalPolicy::Never);
+        let Verdict::Deny { reason } = decide(&danger, "bash", bash("make install")).verdict else {
+            panic!()
+        };
+        assert!(reason.contains("never asks"), "{reason}");
+        assert_eq!(
+            decide(&danger, "bash", bash("ls -la")).verdict,
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn auto_allows_what_needs_approval_but_refuses_what_goes_beyond_the_mode() {
+        let danger = guard(SandboxMode::DangerFullAccess, ApprovalPolicy::Auto);
+        assert_eq!(
+            decide(&danger, "bash", bash("make")).verdict,
+            Verdict::Allow
+        );
+        let ws = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Auto);
+        let outside = decide(&ws, "edit", serde_json::json!({"file_path": "/etc/x"}));
+        assert!(matches!(outside.verdict, Verdict::Deny { .. }));
+        let inside = decide(&ws, "edit", serde_json::json!({"file_path": "src/a.rs"}));
+        assert_eq!(inside.verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn read_only_asks_for_every_file_write_under_ask() {
+        let g = guard(SandboxMode::ReadOnly, ApprovalPolicy::Ask);
+        let d = decide(&g, "write", serde_json::json!({"file_path": "/ws/a"}));
+        let Verdict::Ask { reason } = d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("read-only"), "{reason}");
+    }
+
+    #[test]
+    fn escalation_goes_through_the_policy_and_needs_a_justification() {
+        let request = serde_json::json!({
+            "command": "touch /etc/x", "description": "d",
+            "escalate": true, "justification": "install the hook"
+        });
+        let ask = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        let d = decide(&ask, "bash", request.clone());
+        let Verdict::Ask { reason } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("install the hook"), "{reason}");
+        assert_eq!(d.escalation.as_deref(), Some("install the hook"));
+        for policy in [ApprovalPolicy::Never, ApprovalPolicy::Auto] {
+            let d = decide(
+                &guard(SandboxMode::WorkspaceWrite, policy),
+                "bash",
+                request.clone(),
+            );
+            let Verdict::Deny { reason } = d.verdict else {
+                panic!("{d:?}")
+            };
+            assert!(reason.contains("escalation is unavailable"), "{reason}");
+        }
+        let bare = serde_json::json!({"command": "x", "description": "d", "escalate": true});
+        assert!(matches!(
+            decide(&ask, "bash", bare).verdict,
+            Verdict::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn policies_parse_their_own_spelling() {
+        for p in ApprovalPolicy::ALL {
+            assert_eq!(p.as_str().parse::<ApprovalPolicy>(), Ok(p));
+        }
+        assert!("sometimes".parse::<ApprovalPolicy>().is_err());
+    }
+}

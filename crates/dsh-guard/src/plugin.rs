@@ -1,0 +1,230 @@
+//! The guard as a plugin on the tool pipeline: a `tools/pre-execute` listener that decides
+//! every call (see [`crate::approval`]) and logs each decision in the caller's session as an
+//! `approval/decided` event, and a `tools/result` listener that logs the user's answer to
+//! every question the guard asked.
+//!
+//! Asking itself is the pipeline's: an `Ask` verdict becomes [`PreExecute::Ask`], which the
+//! front end's [`dsh_tools::Approver`] answers (the ACP client, the chat's terminal prompt);
+//! with no approver, or for a subagent no person can be asked for, the pipeline refuses with a
+//! reason. So subagents inherit the guard (one executor, one listener for every agent) and
+//! cannot widen it.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use dsh_kernel::{Context, KernelError, Registration};
+use dsh_session::CallId;
+use dsh_session::ContentBlock;
+use dsh_tools::{
+    ExecView, PostExecute, PostExecuteInput, PreExecute, ToolCallResult, ToolResultNotice,
+    ToolsPostExecute, ToolsPreExecute, ToolsResult,
+};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use crate::approval::{ApprovalPolicy, CallView, Decision, Guard, Verdict};
+
+/// The session event type of every guard decision and every answer to its questions.
+pub const DECISION_EVENT: &str = "approval/decided";
+
+/// Keeps the listeners registered; dropping it unregisters them.
+#[must_use = "the guard is removed when this is dropped"]
+#[derive(Debug)]
+pub struct Installed {
+    _registrations: [Registration; 3],
+}
+
+/// Registers the guard on `ctx` (untagged: it hears every agent's calls, subagents included).
+pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelError> {
+    let guard_for_notes = guard.clone();
+    let asked: Arc<Mutex<HashSet<CallId>>> = Arc::default();
+    let pre = ctx.on_waterfall::<ToolsPreExecute, _>({
+        let asked = asked.clone();
+        move |call, next| {
+            let guard = guard.clone();
+            let asked = asked.clone();
+            async move {
+                let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+                let decision = guard.decide(&CallView {
+                    tool: &call.name,
+                    arguments: &call.arguments,
+                    cwd: cwd.as_deref(),
+                });
+                log(&call, &guard, &decision);
+                match decision.verdict {
+                    Verdict::Deny { reason } => Ok(PreExecute::Deny { reason }),
+                    Verdict::Allow => next.run(call).await,
+                    Verdict::Ask { reason } => {
+                        let call_id = call.call_id.clone();
+                        match next.run(call).await? {
+                            PreExecute::Deny { reason } => Ok(PreExecute::Deny { reason }),
+                            PreExecute::Allow | PreExecute::Ask { .. } => {
+                                asked.lock().insert(call_id);
+                                Ok(PreExecute::Ask {
+                                    reason: Some(reason),
+                                })
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })?;
+    let noted = ctx.on_waterfall::<ToolsPostExecute, _>({
+        let guard = guard_for_notes;
+        move |input: PostExecuteInput, next| {
+            let note = sandbox_note(&guard, &input);
+            async move {
+                let inner = next.run(input.clone()).await?;
+                Ok(match (inner, note) {
+                    (PostExecute::Accept { content, contexts }, Some(note)) => {
+                        let mut content = content.unwrap_or_else(|| input.result().content.clone());
+                        content.push(ContentBlock::text(note));
+                        PostExecute::Accept {
+                            content: Some(content),
+                            contexts,
+                        }
+                    }
+                    (inner, _) => inner,
+                })
+            }
+        }
+    })?;
+    let answered = ctx.on::<ToolsResult>(move |notice: &ToolResultNotice| {
+        if asked.lock().remove(&notice.exec.call_id) {
+            log_answer(&notice.exec, &notice.result);
+        }
+    })?;
+    Ok(Installed {
+        _registrations: [pre, noted, answered],
+    })
+}
+
+/// One actionable line for a confined `bash` result that shows a denial the sandbox likely
+/// caused (spec/guard.md §6): paths outside the writable roots named in a `Permission
+/// denied` line, or a refused connection while the network is off. The output is kept.
+fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
+    let call = input.exec();
+    let escalated = call.arguments.get("escalate").and_then(Value::as_bool) == Some(true);
+    if call.name != "bash" || escalated || !guard.sandbox.mode.confines() {
+        return None;
+    }
+    let text = input.result().text();
+    let denials: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("Permission denied") || l.contains("Operation not permitted"))
+        .collect();
+    if denials.is_empty() {
+        return None;
+    }
+    let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+    let policy = guard.sandbox.for_workspace(cwd.as_deref());
+    let blocked: Vec<String> = denials
+        .iter()
+        .flat_map(|l| l.split([' ', ':', '\'', '"', '`']))
+        .filter(|token| token.starts_with('/'))
+        .filter(|token| !policy.allows_write(std::path::Path::new(token)))
+        .map(str::to_owned)
+        .collect();
+    let roots: Vec<String> = policy
+        .write_roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    let escalate = if guard.approval == ApprovalPolicy::Ask {
+        ", or escalate with `escalate: true` and a justification"
+    } else {
+        ""
+    };
+    if let Some(path) = blocked.first() {
+        return Some(format!(
+            "[sandbox] write to {path} blocked: outside the writable roots ({}). Write inside \
+             the workspace{escalate}.",
+            roots.join(", ")
+        ));
+    }
+    if !policy.network && text.contains("connect") {
+        return Some(format!(
+            "[sandbox] the network is off for commands (`[sandbox] network = false`){escalate}."
+        ));
+    }
+    None
+}
+
+fn log(call: &ExecView, guard: &Guard, decision: &Decision) {
+    let Some(caller) = &call.caller else {
+        return;
+    };
+    let mut data = json!({
+        "callId": call.call_id,
+        "tool": call.name,
+        "sandbox": guard.sandbox.mode.as_str(),
+        "network": guard.sandbox.network,
+        "approval": guard.approval.as_str(),
+    });
+    if let (Value::Object(map), Ok(Value::Object(decision))) =
+        (&mut data, serde_json::to_value(decision))
+    {
+        map.extend(decision);
+    }
+    if let Err(error) = caller.session.append_plugin(DECISION_EVENT, &data) {
+        tracing::warn!(%error, "cannot log the guard's decision");
+    }
+}
+
+/// The answer to a question, told apart by the pipeline's denial texts (it runs, or it is
+/// denied as rejected, cancelled, or with nobody to ask).
+fn log_answer(call: &ExecView, result: &ToolCallResult) {
+    let Some(caller) = &call.caller else {
+        return;
+    };
+    let text = result.text();
+    let answer = if !text.starts_with("Error: ") || result.error.is_some() {
+        "allowed"
+    } else if text.contains("the user rejected") {
+        "rejected"
+    } else if text.contains("was cancelled") {
+        "cancelled"
+    } else {
+        "unavailable"
+    };
+    let data = json!({
+        "callId": call.call_id,
+        "tool": call.name,
+        "by": "user",
+        "answer": answer,
+    });
+    if let Err(error) = caller.session.append_plugin(DECISION_EVENT, &data) {
+        tracing::warn!(%error, "cannot log the user's answer");
+    }
+}
+
+/// One line for a transcript (`dsh sessions show`) from an `approval/decided` event's data.
+pub fn describe_decision(data: &Value) -> String {
+    let get = |key| data.get(key).and_then(Value::as_str).unwrap_or("");
+    if get("by") == "user" {
+        return format!(
+            "[guard] {}: the user answered {}",
+            get("tool"),
+            get("answer")
+        );
+    }
+    let mut line = format!(
+        "[guard] {}: {} by {}",
+        get("tool"),
+        get("verdict"),
+        get("by")
+    );
+    if let Some(rule) = data.get("rule").and_then(Value::as_str) {
+        line.push_str(&format!(" ({rule})"));
+    }
+    line.push_str(&format!(
+        " [sandbox {}, approval {}]",
+        get("sandbox"),
+        get("approval")
+    ));
+    if let Some(reason) = data.get("reason").and_then(Value::as_str) {
+        line.push_str(&format!(": {}", reason.lines().next().unwrap_or("")));
+    }
+    line
+}

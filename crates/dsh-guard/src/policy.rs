@@ -1,0 +1,199 @@
+//! The sandbox policy of a session: its mode, network switch and writable roots, and how it is
+//! handed to the supervisor of each command.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use crate::mode::SandboxMode;
+
+/// Device files every confining mode may write: sinks and sources that tools rely on
+/// (`/dev/null`), terminals for programs that open a pty, and `/dev/shm` for POSIX semaphores
+/// (Python's `ProcessPoolExecutor`).
+pub const DEVICE_ROOTS: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// Everything that decides what a command may write and reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// The mode.
+    pub mode: SandboxMode,
+    /// Whether commands may open TCP connections and listen (false denies both, loopback
+    /// included).
+    pub network: bool,
+    /// The session's working directory: writable in `workspace-write`.
+    pub workspace: PathBuf,
+    /// Extra writable directories (`[sandbox] writable_roots`).
+    pub writable_roots: Vec<PathBuf>,
+    /// The system temp dirs (`/tmp` and `$TMPDIR`), writable in `workspace-write`.
+    pub temp_dirs: Vec<PathBuf>,
+}
+
+impl SandboxPolicy {
+    /// A policy for `workspace` in `mode` with the network on, no extra roots, and the temp
+    /// dirs of this process (`/tmp`, `$TMPDIR`).
+    pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>) -> Self {
+        let mut temp_dirs = vec![PathBuf::from("/tmp")];
+        if let Some(dir) = std::env::var_os("TMPDIR").filter(|d| !d.is_empty()) {
+            temp_dirs.push(PathBuf::from(dir));
+        }
+        Self {
+            mode,
+            network: true,
+            workspace: workspace.into(),
+            writable_roots: Vec::new(),
+            temp_dirs,
+        }
+    }
+
+    /// This policy for a session whose workspace is `workspace` (when known): the writable
+    /// workspace is the session's, not dsh's starting directory.
+    pub fn for_workspace(&self, workspace: Option<&Path>) -> SandboxPolicy {
+        let mut policy = self.clone();
+        if let Some(workspace) = workspace {
+            policy.workspace = workspace.to_path_buf();
+        }
+        policy
+    }
+
+    /// The directories a confined command may write (devices aside), canonicalized where
+    /// they exist so a symlinked root still matches: none in `read-only` (the supervisor adds
+    /// the command's private temp dir), the workspace, temp dirs and extra roots otherwise.
+    pub fn write_roots(&self) -> Vec<PathBuf> {
+        match self.mode {
+            SandboxMode::ReadOnly => Vec::new(),
+            SandboxMode::WorkspaceWrite | SandboxMode::DangerFullAccess => {
+                std::iter::once(&self.workspace)
+                    .chain(&self.temp_dirs)
+                    .chain(&self.writable_roots)
+                    .map(|root| root.canonicalize().unwrap_or_else(|_| lexical(root)))
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether the file tools may write `path` without asking: anywhere in
+    /// `danger-full-access`, nowhere in `read-only`, under a write root otherwise. The path is
+    /// resolved as far as it exists, so a symlink out of the workspace does not count as in it.
+    pub fn allows_write(&self, path: &Path) -> bool {
+        match self.mode {
+            SandboxMode::DangerFullAccess => true,
+            SandboxMode::ReadOnly => false,
+            SandboxMode::WorkspaceWrite => {
+                let path = resolve_existing(path);
+                self.write_roots().iter().any(|root| path.starts_with(root))
+            }
+        }
+    }
+
+    /// The supervisor's arguments for one command (see [`crate::supervisor`]); `unconfined`
+    /// for an approved escalation.
+    pub fn supervisor_args(&self, unconfined: bool) -> Vec<OsString> {
+        let mode = if unconfined {
+            SandboxMode::DangerFullAccess
+        } else {
+            self.mode
+        };
+        let mut args: Vec<OsString> = vec![
+            "--mode".into(),
+            mode.as_str().into(),
+            "--network".into(),
+            if self.network { "on" } else { "off" }.into(),
+        ];
+        if mode.confines() {
+            for root in self.write_roots() {
+                args.push("--write".into());
+                args.push(root.into_os_string());
+            }
+        }
+        args.push("--".into());
+        args
+    }
+}
+
+/// `path` with `.` and `..` folded away, without touching the file system.
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The canonical form of the longest existing ancestor of `path`, with the rest appended: a
+/// file that does not exist yet is judged by the real directory it would land in.
+pub(crate) fn resolve_existing(path: &Path) -> PathBuf {
+    let path = lexical(path);
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_write_allows_the_workspace_and_temp_but_not_home() {
+        let ws = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path());
+        assert!(policy.allows_write(&ws.path().join("new/file.txt")));
+        assert!(policy.allows_write(Path::new("/tmp/x")));
+        assert!(!policy.allows_write(Path::new("/etc/passwd")));
+        assert!(!policy.allows_write(&ws.path().join("../../outside.txt")));
+    }
+
+    #[test]
+    fn read_only_allows_no_file_writes_and_danger_allows_all() {
+        let ws = tempfile::tempdir().unwrap();
+        let ro = SandboxPolicy::new(SandboxMode::ReadOnly, ws.path());
+        assert!(!ro.allows_write(&ws.path().join("f")));
+        let danger = SandboxPolicy::new(SandboxMode::DangerFullAccess, ws.path());
+        assert!(danger.allows_write(Path::new("/etc/x")));
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_workspace_is_outside() {
+        let ws = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("link")).unwrap();
+        let mut policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path());
+        policy.temp_dirs.clear();
+        assert!(!policy.allows_write(&ws.path().join("link/f")));
+    }
+
+    #[test]
+    fn an_escalation_runs_unconfined() {
+        let policy = SandboxPolicy::new(SandboxMode::ReadOnly, "/ws");
+        let args = policy.supervisor_args(true);
+        assert_eq!(args[1], "danger-full-access");
+        assert!(!args.contains(&"--write".into()));
+    }
+}

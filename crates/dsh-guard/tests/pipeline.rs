@@ -1,0 +1,238 @@
+//! The guard on the real tool pipeline: decisions reach the model as reasons, questions reach
+//! the front end's approver, and every decision and answer lands in the session.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../dsh-tools/tests/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::{Recorder, agent, entries, exec, log, runtime};
+use dsh_guard::{
+    ApprovalPolicy, DECISION_EVENT, Guard, Rule, Rules, SandboxMode, SandboxPolicy, install,
+};
+use dsh_session::EventKind;
+use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver, ToolCaller};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+struct Scripted {
+    answer: ApprovalOutcome,
+    asked: Arc<Mutex<Vec<ApprovalRequest>>>,
+}
+
+#[async_trait]
+impl Approver for Scripted {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
+        self.asked.lock().push(request);
+        self.answer
+    }
+}
+
+fn guard(mode: SandboxMode, approval: ApprovalPolicy, rules: Rules) -> Arc<Guard> {
+    Arc::new(Guard {
+        sandbox: SandboxPolicy::new(mode, "/ws"),
+        approval,
+        rules,
+    })
+}
+
+fn decisions(caller: &ToolCaller) -> Vec<Value> {
+    caller
+        .session
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Other { type_name, data } if type_name == DECISION_EVENT => {
+                Some(data.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn never_refuses_a_write_outside_the_roots_with_a_reason_and_logs_it() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _tool = rt.register(&ctx, Recorder::new("write", &out)).unwrap();
+    let g = guard(
+        SandboxMode::WorkspaceWrite,
+        ApprovalPolicy::Never,
+        Rules::default(),
+    );
+    let _guard = install(&ctx, g).unwrap();
+    let a = agent(&ctx, "a");
+    let result = rt
+        .run(&exec(
+            "write",
+            r#"{"file_path":"/etc/x","content":""}"#,
+            Some(&a),
+        ))
+        .await;
+    assert!(result.is_error);
+    assert!(
+        result.text().contains("outside the writable roots"),
+        "{}",
+        result.text()
+    );
+    assert!(entries(&out).is_empty());
+    let logged = decisions(&a);
+    assert_eq!(logged.len(), 1);
+    assert_eq!(logged[0]["verdict"], "deny");
+    assert_eq!(logged[0]["by"], "mode");
+    assert_eq!(logged[0]["sandbox"], "workspace-write");
+}
+
+#[tokio::test]
+async fn deny_rules_beat_allow_rules_on_the_pipeline() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _tool = rt.register(&ctx, Recorder::new("bash", &out)).unwrap();
+    let rules = Rules {
+        allow: vec![Rule::parse("bash(git *)").unwrap()],
+        deny: vec![Rule::parse("bash(git push *)").unwrap()],
+        ask: Vec::new(),
+    };
+    let _guard = install(
+        &ctx,
+        guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Auto, rules),
+    )
+    .unwrap();
+    let a = agent(&ctx, "a");
+    let result = rt
+        .run(&exec("bash", r#"{"command":"git push origin"}"#, Some(&a)))
+        .await;
+    assert!(
+        result
+            .text()
+            .contains("denied by the rule `bash(git push *)`")
+    );
+    assert!(entries(&out).is_empty());
+    assert_eq!(decisions(&a)[0]["rule"], "deny bash(git push *)");
+}
+
+#[tokio::test]
+async fn ask_reaches_the_approver_and_the_answer_is_logged() {
+    for (answer, ran, expected) in [
+        (ApprovalOutcome::AllowedOnce, true, "allowed"),
+        (ApprovalOutcome::Rejected, false, "rejected"),
+    ] {
+        let (ctx, rt) = runtime();
+        let out = log();
+        let _tool = rt.register(&ctx, Recorder::new("write", &out)).unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let approver: Arc<dyn Approver> = Arc::new(Scripted {
+            answer,
+            asked: asked.clone(),
+        });
+        ctx.provide::<dyn Approver>(approver).unwrap();
+        let g = guard(
+            SandboxMode::WorkspaceWrite,
+            ApprovalPolicy::Ask,
+            Rules::default(),
+        );
+        let _guard = install(&ctx, g).unwrap();
+        let a = agent(&ctx, "a");
+        let _ = rt
+            .run(&exec(
+                "write",
+                r#"{"file_path":"/etc/x","content":""}"#,
+                Some(&a),
+            ))
+            .await;
+        assert_eq!(entries(&out).len(), usize::from(ran));
+        let asked = asked.lock();
+        assert_eq!(asked.len(), 1);
+        assert!(asked[0].reason.as_deref().unwrap().contains("/etc/x"));
+        let logged = decisions(&a);
+        assert_eq!(logged.len(), 2, "{logged:?}");
+        assert_eq!(logged[0]["verdict"], "ask");
+        assert_eq!(logged[1]["by"], "user");
+        assert_eq!(logged[1]["answer"], expected);
+    }
+}
+
+#[tokio::test]
+async fn a_blocked_write_in_a_bash_result_is_explained() {
+    let (ctx, rt) = runtime();
+    let tool = common::fn_tool("bash", |_, _| {
+        Ok(dsh_tools::ToolOutput::text(
+            "bash: line 1: /etc/pwned: Permission denied\n[exit code: 1]",
+        ))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
+    let g = guard(
+        SandboxMode::WorkspaceWrite,
+        ApprovalPolicy::Ask,
+        Rules::default(),
+    );
+    let _guard = install(&ctx, g).unwrap();
+    let a = agent(&ctx, "a");
+    let result = rt
+        .run(&exec(
+            "bash",
+            r#"{"command":"echo > /etc/pwned"}"#,
+            Some(&a),
+        ))
+        .await;
+    let text = result.text();
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(
+        text.contains("[sandbox] write to /etc/pwned blocked: outside the writable roots"),
+        "{text}"
+    );
+    assert!(text.contains("escalate"), "{text}");
+}
+
+/// Answers only for the agent its front end shows, as every front end's approver does.
+struct OnlyFor(&'static str);
+
+#[async_trait]
+impl Approver for OnlyFor {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
+        if request.agent_id == self.0 {
+            ApprovalOutcome::AllowedOnce
+        } else {
+            ApprovalOutcome::Unavailable
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_subagent_keeps_its_parents_sandbox_and_cannot_ask() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _write = rt.register(&ctx, Recorder::new("write", &out)).unwrap();
+    let _bash = rt.register(&ctx, Recorder::new("bash", &out)).unwrap();
+    let approver: Arc<dyn Approver> = Arc::new(OnlyFor("parent"));
+    ctx.provide::<dyn Approver>(approver).unwrap();
+    let g = guard(SandboxMode::ReadOnly, ApprovalPolicy::Ask, Rules::default());
+    let _guard = install(&ctx, g).unwrap();
+    let parent = agent(&ctx, "parent");
+    let child = common::agent_with_tag(
+        &ctx,
+        "child",
+        dsh_kernel::ScopeTag::child_of(parent.tag().unwrap(), "child"),
+    );
+    let write = r#"{"file_path":"/ws/a.txt","content":""}"#;
+    let escalate = r#"{"command":"touch /x","escalate":true,"justification":"needed"}"#;
+    // The parent, asked, may; the child, under the same read-only sandbox, cannot ask.
+    assert!(!rt.run(&exec("write", write, Some(&parent))).await.is_error);
+    for args in [write, escalate] {
+        let tool = if args == write { "write" } else { "bash" };
+        let result = rt.run(&exec(tool, args, Some(&child))).await;
+        assert!(result.is_error);
+        assert!(
+            result.text().contains("no approval channel"),
+            "{}",
+            result.text()
+        );
+    }
+    assert_eq!(entries(&out).len(), 1, "only the parent's write ran");
+    let child_log = decisions(&child);
+    assert_eq!(child_log[0]["sandbox"], "read-only");
+    assert_eq!(child_log[1]["answer"], "unavailable");
+}

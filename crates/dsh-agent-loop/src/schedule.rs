@@ -70,7 +70,12 @@ impl LoopAgent {
             concluded |= outcome.concluded;
             if outcome.aborted {
                 for exec in &planned[next..] {
-                    self.append_skipped(turn, step, exec).map_err(fail)?;
+                    if let Err(e) = self.append_skipped(turn, step, exec) {
+                        // Whichever half of the synthetic pair failed, no call may stay
+                        // unanswered (INV-REL-4): the same fallback as a failed group.
+                        self.answer_unanswered(turn, step, &planned);
+                        return Err(fail(e));
+                    }
                 }
                 return Ok(concluded);
             }

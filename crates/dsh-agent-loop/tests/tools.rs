@@ -480,3 +480,41 @@ async fn a_skipped_call_that_cannot_be_logged_still_leaves_every_call_answered()
     assert_eq!(answered, ["c1", "c2", "c3"]);
     assert_balanced(a);
 }
+
+#[tokio::test]
+async fn a_skipped_call_after_an_exclusive_group_that_cannot_be_logged_is_still_answered() {
+    let h = harness().await;
+    let tool = TestTool::new("w", &h.log);
+    let g = tool.gate("c1");
+    h.tool(tool);
+    // c1 is exclusive: its group aborts alone and c2, c3 take the step's skip path.
+    h.script(Script::tool_calls([
+        ("c1", "w", "{}"),
+        ("c2", "w", "{}"),
+        ("c3", "w", "{}"),
+    ]));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    // The synthetic "aborted before dispatch" result of c2 cannot be written.
+    a.session()
+        .add_validator(std::sync::Arc::new(|_: &Session, e: &SessionEvent| {
+            match &e.kind {
+                EventKind::ToolResult(r)
+                    if r.error.as_ref().is_some_and(|e| e.code == "ABORTED_BEFORE_DISPATCH")
+                        && matches!(&r.message.content[0],
+                            ContentBlock::ToolResult { tool_call_id, .. } if tool_call_id.as_str() == "c2") =>
+                {
+                    Err("refused by the test".into())
+                }
+                _ => Ok(()),
+            }
+        }));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(g.reached()).await;
+    a.cancel(CancelCause::User, CancelOptions::default());
+    g.release();
+    bounded(a.when_idle()).await;
+    let answered: Vec<String> = tool_results(a).into_iter().map(|r| r.0).collect();
+    assert_eq!(answered, ["c1", "c2", "c3"]);
+    assert_balanced(a);
+}

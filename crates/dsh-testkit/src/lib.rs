@@ -41,6 +41,7 @@
 //! # drop(hold);
 //! ```
 
+mod bounded;
 mod gate;
 mod mock_response;
 mod mock_server;
@@ -49,6 +50,7 @@ mod scripted;
 pub mod sse;
 pub mod validity;
 
+pub use bounded::{BOUND, bounded};
 pub use gate::{Gate, Hold};
 pub use mock_response::{MockResponse, SseFrame};
 pub use mock_server::{MockRequest, MockServer};

@@ -12,6 +12,7 @@ use dsh_agent::*;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_kernel::Context;
 use dsh_session::*;
+pub use dsh_testkit::bounded;
 use dsh_testkit::{Gate, Script, ScriptedAdapter};
 use dsh_tools::{Tool, ToolCallContext, ToolError, ToolOutput};
 use parking_lot::Mutex;

@@ -269,7 +269,7 @@ impl LoopAgent {
             let (opened_tx, opened_rx) = tokio::sync::oneshot::channel();
             let run = async move {
                 let first = opened_rx.await.ok().flatten();
-                this.drive(first).await
+                this.guarded_drive(first).await
             };
             match self.svc.registry.initiator().scope(Some(agent), run) {
                 Ok(fut) => {
@@ -284,7 +284,7 @@ impl LoopAgent {
                     let this = self.arc();
                     self.svc
                         .runtime
-                        .spawn(async move { this.drive(None).await });
+                        .spawn(async move { this.guarded_drive(None).await });
                 }
             }
         }
@@ -324,6 +324,14 @@ impl LoopAgent {
             cancel,
             claimed,
         })
+    }
+
+    /// [`Self::drive`], with a panic that escapes it contained (see `panic_guard`).
+    async fn guarded_drive(self: Arc<Self>, opened: Option<Opened>) {
+        let run = std::panic::AssertUnwindSafe(self.clone().drive(opened));
+        if let Err(payload) = run.catch_unwind().await {
+            self.recover_from_panic(payload);
+        }
     }
 
     /// The driver task: runs turns until nothing more is owed, then retires.

@@ -16,6 +16,7 @@ mod config;
 mod driver;
 mod error;
 mod lifecycle;
+mod panic_guard;
 mod rebuild;
 mod request;
 mod retry;

@@ -591,6 +591,35 @@ async fn a_wake_refused_by_a_closed_initiator_scope_opens_no_turn() {
     handle.dispose().await;
 }
 
+async fn a_panic_in_the_driver_ends_the_turn_error_returns_to_idle_and_disposal_completes() {
+    let h = harness().await;
+    h.script(Script::text("never reached"));
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    // A session validator is not a contained extension point: its panic unwinds through the
+    // driver's run.
+    a.session()
+        .add_validator(Arc::new(|_: &Session, e: &SessionEvent| {
+            if matches!(e.kind, EventKind::StepStart(_)) {
+                panic!("validator bug");
+            }
+            Ok(())
+        }));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(a.when_idle()).await;
+    match &turn_ends(&a)[..] {
+        [TurnEndReason::Error { error }] => assert_eq!(error.code.as_str(), "INTERNAL_ERROR"),
+        other => panic!("expected one error turn, got {other:?}"),
+    }
+    assert_eq!(
+        h.statuses_of("s"),
+        [AgentStatus::Running, AgentStatus::Idle]
+    );
+    assert_balanced(&a);
+    bounded(handle.dispose()).await;
+    assert!(h.core.registry.get(a.id()).is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_follow_the_phase_order_when_sends_race_the_settle_on_another_thread() {
     for i in 0..200 {
@@ -658,4 +687,5 @@ on_both_runtimes!(
     config_validation_rejects_conflicting_and_duplicate_identities,
     a_config_agent_that_cannot_resume_is_reported_not_fatal,
     a_wake_refused_by_a_closed_initiator_scope_opens_no_turn,
+    a_panic_in_the_driver_ends_the_turn_error_returns_to_idle_and_disposal_completes,
 );

@@ -158,6 +158,10 @@ impl LoopAgent {
 
     /// Marks disposal: after this, wakes never start a run and are never latched.
     pub(crate) fn begin_disposal(&self) {
+        // Under the phase lock: a wake decides "idle and not disposing → start a run" in one
+        // critical section, so once this returns either that run is visible as active (and
+        // `when_idle` waits for it) or no run starts.
+        let _phase = self.state.lock();
         self.disposing.store(true, Ordering::Release);
     }
 

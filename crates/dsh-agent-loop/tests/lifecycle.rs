@@ -189,10 +189,42 @@ async fn a_wake_after_disposal_began_is_not_latched() {
 
 async fn racing_disposers_share_one_boundary_and_the_id_becomes_reusable() {
     let h = harness().await;
+    let log = lifecycle_log(&h);
     let owner = h.ctx.child("owner").unwrap();
     let handle = h.core.registry.create(&owner, opts("r")).await.unwrap();
     let h2 = handle.clone();
-    futures::join!(handle.dispose(), h2.dispose(), owner.scope().dispose());
+    // Each disposer returns only once the shared teardown is complete: the agent and its
+    // session have left their registries by then.
+    let (registry, store) = (h.core.registry.clone(), h.core.store.clone());
+    let torn_down = move || registry.get(&"r".into()).is_none() && store.get(&"r".into()).is_none();
+    let (t1, t2, t3) = (torn_down.clone(), torn_down.clone(), torn_down.clone());
+    let (a, b, c) = bounded(async {
+        futures::join!(
+            async move {
+                handle.dispose().await;
+                t1()
+            },
+            async move {
+                h2.dispose().await;
+                t2()
+            },
+            async move {
+                owner.scope().dispose().await;
+                t3()
+            },
+        )
+    })
+    .await;
+    assert!(
+        a && b && c,
+        "a disposer returned before the shared teardown completed"
+    );
+    let disposed = log
+        .lock()
+        .iter()
+        .filter(|l| l.starts_with("agent-disposed:r"))
+        .count();
+    assert_eq!(disposed, 1, "exactly one agent/disposed: {:?}", log.lock());
     assert!(h.core.registry.get(&"r".into()).is_none());
     let again = h.core.registry.create(&h.ctx, opts("r")).await.unwrap();
     again.dispose().await;
@@ -216,7 +248,15 @@ async fn handle_disposal_removes_the_owner_effect() {
     let h = harness().await;
     let owner = h.ctx.child("owner").unwrap();
     let handle = h.core.registry.create(&owner, opts("x")).await.unwrap();
-    handle.dispose().await;
+    let weak = Arc::downgrade(handle.agent());
+    bounded(handle.dispose()).await;
+    drop(handle);
+    // The owner's deferred teardown held the agent; once the handle disposed it, the owner
+    // keeps nothing of it alive.
+    assert!(
+        weak.upgrade().is_none(),
+        "the owner's scope still holds the disposed agent's teardown effect"
+    );
     // Creating the same id again under the same owner works, and disposing the owner later
     // touches only the new agent.
     let second = h.core.registry.create(&owner, opts("x")).await.unwrap();
@@ -641,6 +681,47 @@ async fn statuses_follow_the_phase_order_when_sends_race_the_settle_on_another_t
         bounded(a.when_idle()).await;
         assert_status_order(&h.statuses_of(&id));
         bounded(handle.dispose()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_racing_two_disposers_never_lands_after_the_session_detached() {
+    for i in 0..200 {
+        let h = harness().await;
+        h.script(Script::text("ok"));
+        let id = format!("d{i}");
+        let handle = h.agent_named(&id).await;
+        let a = handle.agent().clone();
+        // The log's length when the session left the store.
+        let at_detach: Arc<Mutex<Option<usize>>> = Arc::default();
+        let (at, session, sid) = (at_detach.clone(), a.session().clone(), id.clone());
+        let _ = h
+            .ctx
+            .on::<SessionDisposed>(move |s| {
+                if s.id().as_str() == sid {
+                    *at.lock() = Some(session.events().len());
+                }
+            })
+            .unwrap();
+        let (h1, h2) = (handle.clone(), handle.clone());
+        let d1 = tokio::spawn(async move { h1.dispose().await });
+        let d2 = tokio::spawn(async move { h2.dispose().await });
+        let _ = a.followup(Message::user_text("late"));
+        bounded(d1).await.unwrap();
+        bounded(d2).await.unwrap();
+        bounded(a.when_idle()).await;
+        let detached_at = at_detach.lock().expect("session/disposed was emitted");
+        // A send to a disposed agent may still queue its message; no run may start.
+        let late: Vec<String> = types(&a)[detached_at..]
+            .iter()
+            .filter(|t| !t.starts_with("agent/inbox/"))
+            .cloned()
+            .collect();
+        assert!(
+            late.is_empty(),
+            "a run logged {late:?} after the session detached"
+        );
+        assert_balanced(&a);
     }
 }
 

@@ -12,7 +12,7 @@ use dsh_agent::*;
 use dsh_kernel::BoxError;
 use dsh_prompt::Section;
 use dsh_session::*;
-use dsh_testkit::Script;
+use dsh_testkit::{Gate, Script};
 use futures::FutureExt;
 use parking_lot::Mutex;
 
@@ -684,6 +684,55 @@ async fn statuses_follow_the_phase_order_when_sends_race_the_settle_on_another_t
     }
 }
 
+async fn shutdown_waits_for_a_resume_still_loading_from_persistence() {
+    struct Parked {
+        gate: Gate,
+        ended: Arc<std::sync::atomic::AtomicBool>,
+    }
+    struct Ended(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    #[async_trait::async_trait]
+    impl Persistence for Parked {
+        async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+            let _ended = Ended(self.ended.clone());
+            self.gate.pass().await;
+            Err(PersistenceError::NotFound { id: id.clone() })
+        }
+        async fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+            Ok(Vec::new())
+        }
+    }
+    let h = harness().await;
+    let gate = Gate::new();
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    h.ctx
+        .provide::<dyn Persistence>(Arc::new(Parked {
+            gate: gate.clone(),
+            ended: ended.clone(),
+        }))
+        .unwrap();
+    let (registry, ctx) = (h.core.registry.clone(), h.ctx.clone());
+    let resume = tokio::spawn(async move {
+        registry
+            .resume(&ctx, ResumeAgentOptions::new("parked".into()))
+            .await
+            .map(|_| ())
+    });
+    bounded(gate.reached()).await;
+    bounded(h.core.shutdown()).await;
+    assert!(
+        ended.load(std::sync::atomic::Ordering::SeqCst),
+        "shutdown returned while a resume was still loading"
+    );
+    let err = bounded(resume).await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("shutting down"), "{err}");
+    assert!(h.core.registry.get(&"parked".into()).is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_racing_two_disposers_never_lands_after_the_session_detached() {
     for i in 0..200 {
@@ -745,6 +794,7 @@ macro_rules! on_both_runtimes {
 }
 
 on_both_runtimes!(
+    shutdown_waits_for_a_resume_still_loading_from_persistence,
     publication_happens_after_setup_in_the_documented_order,
     teardown_order_drains_the_turn_while_the_session_is_still_attached,
     disposal_mid_turn_never_starts_the_queued_tail_and_reports_running_then_idle,

@@ -10,6 +10,7 @@
 //!   unload, with the teardown order stop-and-drain → scope → agent → session.
 //! - [`RetryPlugin`] wires `dsh-llm`'s retry policy to `agent/request-error`.
 
+mod alternate;
 mod cancel;
 mod compose;
 mod config;

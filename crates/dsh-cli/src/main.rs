@@ -19,6 +19,7 @@ mod run;
 mod sessions;
 mod signals;
 mod sink;
+mod stdout;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;

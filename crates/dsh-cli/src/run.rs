@@ -151,12 +151,10 @@ fn print_result_line(id: &SessionId, code: i32, reason: Option<&TurnEndReason>, 
         reason,
         text,
     };
-    let mut stdout = std::io::stdout().lock();
-    let written = match serde_json::to_string(&line) {
-        Ok(json) => writeln!(stdout, "{json}"),
-        Err(e) => Err(std::io::Error::other(e)),
-    };
-    let _ = written.and_then(|()| stdout.flush());
+    match serde_json::to_string(&line) {
+        Ok(json) => crate::stdout::write_line(&json),
+        Err(e) => tracing::warn!(error = %e, "cannot serialize the result line"),
+    }
 }
 
 /// The working directory a run was given, and whether the user named it (`--cwd`).
@@ -262,18 +260,22 @@ async fn drive(
     if let Some(sink) = sink {
         sink.close();
     }
-    let code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
+    let mut code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
     match args.output_format {
-        OutputFormat::Text => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{}", outcome.text).and_then(|()| stdout.flush());
-        }
+        OutputFormat::Text => crate::stdout::write_line(&outcome.text),
         OutputFormat::StreamJson => {
             print_result_line(&id, code, outcome.reason.as_ref(), &outcome.text);
         }
     }
     if let Some(TurnEndReason::Error { error }) = &outcome.reason {
         eprintln!("dsh: {error}");
+    }
+    // The session is saved (flushed above); the answer was not delivered.
+    if let Some(e) = crate::stdout::failure() {
+        eprintln!("dsh: cannot write to stdout: {e}");
+        if code == 0 {
+            code = 1;
+        }
     }
     if progress {
         eprintln!("dsh: session {id}");

@@ -442,3 +442,49 @@ fn an_invalid_dsh_log_filter_is_named_and_the_run_goes_on() {
         stderr(&out)
     );
 }
+
+#[test]
+fn an_answer_that_cannot_be_written_to_stdout_exits_one_and_the_session_is_saved() {
+    for format in ["text", "stream-json"] {
+        let w = World::new();
+        w.server.push(MockResponse::text("the answer"));
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = w
+            .dsh(&["run", "--output-format", format, "task"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("dsh: cannot write to stdout: "),
+            "{format}: {}",
+            stderr(&out)
+        );
+        let events = w.load(&w.only_session_id());
+        assert!(
+            events.iter().any(|e| matches!(
+                &e.kind,
+                EventKind::TurnEnd(t) if t.reason == TurnEndReason::Completed
+            )),
+            "{format}: the session holds the completed turn"
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_closed_the_pipe_is_not_a_failure() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("nobody reads this").hold_after(2);
+    w.server.push(held);
+    let mut child = w.spawn(&["run", "task"]);
+    common::block_on(dsh_testkit::bounded(hold.reached()));
+    // The reader goes away before the answer is written.
+    drop(child.stdout.take());
+    hold.release();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("cannot write"), "{}", stderr(&out));
+}

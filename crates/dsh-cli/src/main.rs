@@ -15,6 +15,7 @@ mod instructions;
 mod lazy_adapter;
 mod logging;
 mod render;
+mod resume_route;
 mod run;
 mod sessions;
 mod signals;
@@ -36,11 +37,16 @@ fn main() {
     logging::init();
     let overrides = cli.global.overrides();
     let code = match cli.command {
-        Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
-        Some(Command::Chat(args)) => match Settings::load(&overrides) {
-            Ok(settings) => chat::main(settings, cli.global.cwd, args.resume),
-            Err(e) => fail(&e),
-        },
+        Some(Command::Run(args)) => {
+            let settings = resume_route::settings(&overrides, args.resume.as_deref());
+            run::main(args, settings, cli.global.cwd)
+        }
+        Some(Command::Chat(args)) => {
+            match resume_route::settings(&overrides, args.resume.as_deref()) {
+                Ok(settings) => chat::main(settings, cli.global.cwd, args.resume),
+                Err(e) => fail(&e),
+            }
+        }
         Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
             Ok(settings) => print_out(&settings.render(&process_env)),

@@ -2,10 +2,9 @@
 //! The real `dsh acp` binary as a child process, driven by an ACP client over its stdio and
 //! pointed at the mock OpenAI-compatible server (`DEEPSEEK_BASE_URL`).
 //!
-//! A library crate cannot name another crate's binary, so the binary is looked up beside this
-//! test's own executable (`<target>/<profile>/dsh`, built by `cargo build -p dsh-cli` into the
-//! same target directory). When it is missing, or does not have the `acp` subcommand yet, each
-//! test says so on stderr and passes without running: run `cargo build -p dsh-cli` first.
+//! A library crate cannot name another crate's binary, so the binary comes from
+//! [`dsh_testkit::dsh_binary`]: `<target>/<profile>/dsh`, built first when absent. A binary that
+//! cannot be built, or whose `dsh acp --help` fails, fails the tests.
 //!
 //! Contract with the CLI these tests rely on: `dsh acp` reads the provider from the environment
 //! (`DEEPSEEK_BASE_URL`, `DEEPSEEK_API_KEY`), keeps sessions as JSONL files under
@@ -21,32 +20,26 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::v1::schema::{SessionUpdate, StopReason, ToolCallStatus};
 use common::*;
 use dsh_session::{EventKind, SessionEvent, TurnEndReason, check_balanced};
-use dsh_testkit::{MockResponse, MockServer};
+use dsh_testkit::{MockResponse, MockServer, dsh_binary};
 
-/// Where `cargo build -p dsh-cli` put the binary for this target directory and profile.
-fn binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    // <target>/<profile>/deps/<test>-<hash>
-    let profile_dir = exe.parent()?.parent()?;
-    let bin = profile_dir.join(format!("dsh{}", std::env::consts::EXE_SUFFIX));
-    if !bin.is_file() {
-        eprintln!(
-            "skipped: no dsh binary at {} (run `cargo build -p dsh-cli` with the same target dir)",
-            bin.display()
-        );
-        return None;
-    }
+/// The `dsh` binary of this target directory (built when absent), checked to have a working
+/// `acp` subcommand: a missing or broken binary fails the test instead of skipping it.
+fn binary() -> PathBuf {
+    let bin = dsh_binary();
     let help = std::process::Command::new(&bin)
         .args(["acp", "--help"])
         .env("DSH_HOME", std::env::temp_dir())
         .stdin(Stdio::null())
         .output()
-        .ok()?;
-    if !help.status.success() {
-        eprintln!("skipped: {} has no `acp` subcommand yet", bin.display());
-        return None;
-    }
-    Some(bin)
+        .unwrap();
+    assert!(
+        help.status.success(),
+        "`{} acp --help` failed ({}): {}",
+        bin.display(),
+        help.status,
+        String::from_utf8_lossy(&help.stderr)
+    );
+    bin
 }
 
 /// A running `dsh acp` child with its own home, workspace and mock provider.
@@ -161,7 +154,7 @@ fn last_turn_end(events: &[Arc<SessionEvent>]) -> Option<TurnEndReason> {
 
 #[tokio::test]
 async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_turn() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -202,7 +195,7 @@ async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_
 
 #[tokio::test]
 async fn cancel_during_a_held_stream_ends_cancelled_with_a_balanced_log() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let (held, hold) = MockResponse::text("partial answer that never ends").hold_after(3);
     server.push(held);
@@ -233,7 +226,7 @@ async fn cancel_during_a_held_stream_ends_cancelled_with_a_balanced_log() {
 
 #[tokio::test]
 async fn closing_stdin_exits_zero_within_5s_with_every_session_file_balanced() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let (held, _hold) = MockResponse::text("still streaming when the editor quits").hold_after(3);
     server.push(held);

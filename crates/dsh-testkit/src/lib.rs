@@ -41,6 +41,7 @@
 //! # drop(hold);
 //! ```
 
+mod binary;
 mod bounded;
 mod gate;
 mod mock_response;
@@ -50,6 +51,7 @@ mod scripted;
 pub mod sse;
 pub mod validity;
 
+pub use binary::dsh_binary;
 pub use bounded::{BOUND, bounded};
 pub use gate::{Gate, Hold};
 pub use mock_response::{MockResponse, SseFrame};

@@ -61,7 +61,7 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    fn new(value: T, source: Source) -> Self {
+    pub(crate) fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
 }
@@ -74,6 +74,8 @@ pub enum ProviderKind {
     Deepseek,
     /// Any OpenAI-compatible chat-completions server.
     OpenaiCompatible,
+    /// Anthropic's Messages API (Claude; DeepSeek's Anthropic-compatible endpoint).
+    Anthropic,
 }
 
 impl ProviderKind {
@@ -81,6 +83,7 @@ impl ProviderKind {
         match self {
             Self::Deepseek => "deepseek",
             Self::OpenaiCompatible => "openai-compatible",
+            Self::Anthropic => "anthropic",
         }
     }
 }
@@ -132,6 +135,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// `[hooks]`: where command hooks are read from.
+    pub hooks: crate::hooks::HookSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +148,8 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    hooks: crate::hooks::FileHooks,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -213,6 +220,28 @@ fn builtin_providers(env: &dyn Fn(&str) -> Option<String>) -> BTreeMap<String, P
         },
     );
     out.insert(
+        "anthropic".to_owned(),
+        ProviderSettings {
+            name: "anthropic".to_owned(),
+            kind: Sourced::new(ProviderKind::Anthropic, Source::Default),
+            base_url: base(
+                "ANTHROPIC_BASE_URL",
+                dsh_llm_anthropic::ANTHROPIC_DEFAULT_BASE_URL,
+            ),
+            api_key_env: Some(Sourced::new(
+                "ANTHROPIC_API_KEY".to_owned(),
+                Source::Default,
+            )),
+            models: Sourced::new(
+                dsh_llm_anthropic::anthropic_models()
+                    .into_iter()
+                    .map(|m| m.id)
+                    .collect(),
+                Source::Default,
+            ),
+        },
+    );
+    out.insert(
         "local".to_owned(),
         ProviderSettings {
             name: "local".to_owned(),
@@ -230,6 +259,7 @@ fn base_url_env(provider: &str) -> Option<&'static str> {
     match provider {
         "deepseek" => Some("DEEPSEEK_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
         _ => None,
     }
 }
@@ -412,6 +442,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
 
@@ -556,6 +587,7 @@ impl Settings {
                 let _ = writeln!(out, "#   {}", a.id);
             }
         }
+        self.hooks.render(&mut out);
         out
     }
 }

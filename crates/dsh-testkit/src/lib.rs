@@ -41,6 +41,7 @@
 //! # drop(hold);
 //! ```
 
+pub mod anthropic;
 mod binary;
 mod bounded;
 mod gate;

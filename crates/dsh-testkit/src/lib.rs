@@ -47,6 +47,7 @@ mod bounded;
 mod gate;
 mod mock_response;
 mod mock_server;
+pub mod responses;
 mod script;
 mod scripted;
 pub mod sse;

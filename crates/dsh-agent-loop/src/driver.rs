@@ -5,6 +5,7 @@
 //! tail (prompt assembly, model request, tools) runs outside it. "Check pending work and go
 //! idle" is a single critical section, so a wake can never be stranded between them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -70,6 +71,20 @@ enum Settle {
     Retired,
 }
 
+/// Status changes in the order the phase changed, not yet published.
+///
+/// A phase change queues its status inside the phase's critical section; publication happens
+/// outside it (listeners re-enter), by one drainer at a time, so every listener observes the
+/// statuses in phase order even when a send on another thread changes the phase while the
+/// previous status is still being published (INV-STAT-1).
+struct StatusQueue {
+    pending: VecDeque<AgentStatus>,
+    /// Someone is publishing; a status queued meanwhile is published by them, in order.
+    draining: bool,
+    /// The status of the last phase change queued.
+    last: AgentStatus,
+}
+
 /// The one concrete driver, implementing [`Agent`].
 pub(crate) struct LoopAgent {
     pub(crate) me: Weak<LoopAgent>,
@@ -79,8 +94,10 @@ pub(crate) struct LoopAgent {
     pub(crate) options: AgentOptions,
     pub(crate) svc: Arc<Services>,
     pub(crate) state: Mutex<DriverState>,
-    /// `true` while a driver run is active; `when_idle` waits for `false`.
+    /// `true` from the moment a run starts until its final `idle` status has been published;
+    /// `when_idle` waits for `false` (INV-STAT-3).
     activity: watch::Sender<bool>,
+    statuses: Mutex<StatusQueue>,
     /// Set when disposal begins: no new run may start afterwards.
     disposing: AtomicBool,
     /// Whether this instance already logged a `request/header`.
@@ -112,6 +129,11 @@ impl LoopAgent {
                 last_turn,
             }),
             activity: watch::channel(false).0,
+            statuses: Mutex::new(StatusQueue {
+                pending: VecDeque::new(),
+                draining: false,
+                last: AgentStatus::Idle,
+            }),
             disposing: AtomicBool::new(false),
             header_logged: AtomicBool::new(false),
             runtime_context: Mutex::new(runtime_context),
@@ -136,14 +158,67 @@ impl LoopAgent {
 
     /// Marks disposal: after this, wakes never start a run and are never latched.
     pub(crate) fn begin_disposal(&self) {
+        // Under the phase lock: a wake decides "idle and not disposing → start a run" in one
+        // critical section, so once this returns either that run is visible as active (and
+        // `when_idle` waits for it) or no run starts.
+        let _phase = self.state.lock();
         self.disposing.store(true, Ordering::Release);
     }
 
-    fn emit_status(&self, status: AgentStatus) {
-        self.ctx.emit::<AgentStatusChanged>(&StatusChange {
-            agent: self.agent_ref(),
-            status,
-        });
+    /// Records a phase change's status. Called inside the phase's critical section, so the
+    /// queue's order is the phase order; [`Self::publish_statuses`] emits it afterwards.
+    pub(crate) fn queue_status(&self, status: AgentStatus) {
+        let mut q = self.statuses.lock();
+        q.pending.push_back(status);
+        q.last = status;
+        if status == AgentStatus::Running {
+            self.activity.send_replace(true);
+        }
+    }
+
+    /// Publishes queued statuses in order, unless another caller (another thread, or an outer
+    /// frame of this one when a status listener re-enters) is already doing so: that drainer
+    /// publishes ours after its own. The agent reads as active until its final `idle` has been
+    /// published, so `when_idle` never resolves ahead of the status listeners.
+    pub(crate) fn publish_statuses(&self) {
+        {
+            let mut q = self.statuses.lock();
+            if q.draining {
+                return;
+            }
+            q.draining = true;
+        }
+        // Releases the drainer role even if a listener panic unwinds through the emit.
+        struct Draining<'a>(&'a LoopAgent);
+        impl Drop for Draining<'_> {
+            fn drop(&mut self) {
+                self.0.statuses.lock().draining = false;
+            }
+        }
+        let draining = Draining(self);
+        loop {
+            let next = {
+                let mut q = self.statuses.lock();
+                let next = q.pending.pop_front();
+                if next.is_none() {
+                    q.draining = false;
+                    if q.last == AgentStatus::Idle {
+                        self.activity.send_replace(false);
+                    }
+                }
+                next
+            };
+            let Some(status) = next else {
+                // The role was released together with the empty check; another thread may
+                // hold it by now, so the guard must not release it again.
+                std::mem::forget(draining);
+                return;
+            };
+            self.ctx.emit::<AgentStatusChanged>(&StatusChange {
+                agent: self.agent_ref(),
+                status,
+            });
+        }
     }
 
     pub(crate) fn report_error(&self, turn: u64, step: u64, error: LlmFailure) {
@@ -186,19 +261,19 @@ impl LoopAgent {
                         step: 0,
                         wake_requested: false,
                     };
-                    self.activity.send_replace(true);
+                    self.queue_status(AgentStatus::Running);
                     true
                 }
             }
         };
         if started {
-            self.emit_status(AgentStatus::Running);
+            self.publish_statuses();
             let this = self.arc();
             let agent: AgentRef = this.clone();
             let (opened_tx, opened_rx) = tokio::sync::oneshot::channel();
             let run = async move {
                 let first = opened_rx.await.ok().flatten();
-                this.drive(first).await
+                this.guarded_drive(first).await
             };
             match self.svc.registry.initiator().scope(Some(agent), run) {
                 Ok(fut) => {
@@ -213,7 +288,7 @@ impl LoopAgent {
                     let this = self.arc();
                     self.svc
                         .runtime
-                        .spawn(async move { this.drive(None).await });
+                        .spawn(async move { this.guarded_drive(None).await });
                 }
             }
         }
@@ -267,6 +342,14 @@ impl LoopAgent {
         })
     }
 
+    /// [`Self::drive`], with a panic that escapes it contained (see `panic_guard`).
+    async fn guarded_drive(self: Arc<Self>, opened: Option<Opened>) {
+        let run = std::panic::AssertUnwindSafe(self.clone().drive(opened));
+        if let Err(payload) = run.catch_unwind().await {
+            self.recover_from_panic(payload);
+        }
+    }
+
     /// The driver task: runs turns until nothing more is owed, then retires.
     async fn drive(self: Arc<Self>, mut opened: Option<Opened>) {
         loop {
@@ -276,12 +359,9 @@ impl LoopAgent {
             };
             match self.settle(normal) {
                 Settle::Continue => {}
-                Settle::Replay => {
-                    self.emit_status(AgentStatus::Idle);
-                    self.emit_status(AgentStatus::Running);
-                }
+                Settle::Replay => self.publish_statuses(),
                 Settle::Retired => {
-                    self.emit_status(AgentStatus::Idle);
+                    self.publish_statuses();
                     return;
                 }
             }
@@ -319,10 +399,12 @@ impl LoopAgent {
                 step: 0,
                 wake_requested: false,
             };
+            self.queue_status(AgentStatus::Idle);
+            self.queue_status(AgentStatus::Running);
             return Settle::Replay;
         }
         st.phase = Phase::Idle;
-        self.activity.send_replace(false);
+        self.queue_status(AgentStatus::Idle);
         Settle::Retired
     }
 

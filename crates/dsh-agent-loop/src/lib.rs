@@ -10,12 +10,14 @@
 //!   unload, with the teardown order stop-and-drain → scope → agent → session.
 //! - [`RetryPlugin`] wires `dsh-llm`'s retry policy to `agent/request-error`.
 
+mod alternate;
 mod cancel;
 mod compose;
 mod config;
 mod driver;
 mod error;
 mod lifecycle;
+mod panic_guard;
 mod rebuild;
 mod request;
 mod retry;

@@ -55,14 +55,18 @@ impl Lifecycle {
             if let Some(fut) = done.as_ref() {
                 return fut.clone();
             }
+            // Before the teardown is published: another disposer may start it as soon as it
+            // can see it, and by then no new run may start (or its `turn/end` could land after
+            // the session detached) and setup must already be aborted.
+            self.creation.cancel();
+            self.agent.begin_disposal();
             let this = self.clone();
             let fut = async move { this.teardown().await }.boxed().shared();
             *done = Some(fut.clone());
             fut
         };
         // Outside the lock: cancelling emits events whose listeners may call `dispose` again.
-        self.creation.cancel();
-        self.agent.begin_disposal();
+        // A teardown another disposer started meanwhile waits for this run in `when_idle`.
         self.agent
             .cancel(CancelCause::Disposed, CancelOptions::default());
         fut

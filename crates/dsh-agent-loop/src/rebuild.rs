@@ -12,7 +12,8 @@ use dsh_session::{
 };
 use serde_json::Value;
 
-/// One request as reconstructed from a log.
+/// One request as reconstructed from a log (its history with the same role-alternating
+/// projection the loop applies when it sends).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RebuiltRequest {
     /// Seq of the first `assistant/chunk` of the attempt (the dispatch point).
@@ -51,7 +52,7 @@ pub fn rebuild_requests(events: &[Arc<dsh_session::SessionEvent>]) -> Vec<Rebuil
                         config: h.config.clone(),
                         system: h.system.clone(),
                         tools: h.tools.clone().unwrap_or_default(),
-                        messages: scratch.derive_messages(),
+                        messages: crate::alternate::alternate_roles(scratch.derive_messages()),
                     });
                 }
                 attempt_open = !matches!(c.chunk, StreamChunk::Finish { .. });

@@ -176,7 +176,7 @@ impl LoopAgent {
         }
         cancel.check()?;
         let mut options = GenerateOptions::new(config);
-        options.messages = self.session.derive_messages();
+        options.messages = crate::alternate::alternate_roles(self.session.derive_messages());
         options.system = header.system.clone();
         options.tools = tools;
         options.session_id = Some(self.session.id().clone());

@@ -8,6 +8,7 @@
 //! gets a synthetic `ABORTED_BEFORE_DISPATCH` call/result pair, so the log stays
 //! provider-valid.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use dsh_session::{CallId, EventDraft, EventKind, InboxTarget, ToolCall, ToolResult};
@@ -19,6 +20,15 @@ use crate::cancel::TurnCancel;
 use crate::driver::LoopAgent;
 use crate::turn::{Interrupt, fail};
 
+/// What the scheduler knows about calls whose results could not be recorded in order: the
+/// result of a body that ran (or was settled by policy), and which bodies were started. A failed
+/// step answers these with what is known instead of claiming they never ran.
+#[derive(Default)]
+struct Known {
+    results: HashMap<CallId, ToolCallResult>,
+    started: HashSet<CallId>,
+}
+
 struct GroupOutcome {
     consumed: usize,
     concluded: bool,
@@ -27,6 +37,9 @@ struct GroupOutcome {
 
 /// Code of a synthetic result for a call the scheduler could not run because the step failed.
 const TOOL_NOT_RUN: &str = "TOOL_NOT_RUN";
+
+/// Code of a synthetic result for a call whose body started but whose outcome was lost.
+const TOOL_OUTCOME_UNKNOWN: &str = "TOOL_OUTCOME_UNKNOWN";
 
 impl LoopAgent {
     /// Executes the step's tool calls. Returns whether a committed result concluded the turn.
@@ -51,18 +64,22 @@ impl LoopAgent {
             .collect();
         let mut next = 0;
         let mut concluded = false;
+        let mut known = Known::default();
         while next < planned.len() {
             let mode = self.svc.tools.execution_mode(&planned[next]);
             let group = match mode {
                 ExecutionMode::Parallel => &planned[next..],
                 ExecutionMode::Exclusive => &planned[next..=next],
             };
-            let outcome = match self.run_group(turn, step, group, mode, cancel).await {
+            let outcome = match self
+                .run_group(turn, step, group, mode, cancel, &mut known)
+                .await
+            {
                 Ok(o) => o,
                 Err(e) => {
                     // Keep the history provider-valid: every call the model made gets exactly
                     // one result, even when the step fails.
-                    self.answer_unanswered(turn, step, &planned);
+                    self.answer_unanswered(turn, step, &planned, &known);
                     return Err(e);
                 }
             };
@@ -70,7 +87,12 @@ impl LoopAgent {
             concluded |= outcome.concluded;
             if outcome.aborted {
                 for exec in &planned[next..] {
-                    self.append_skipped(turn, step, exec).map_err(fail)?;
+                    if let Err(e) = self.append_skipped(turn, step, exec) {
+                        // Whichever half of the synthetic pair failed, no call may stay
+                        // unanswered (INV-REL-4): the same fallback as a failed group.
+                        self.answer_unanswered(turn, step, &planned, &known);
+                        return Err(fail(e));
+                    }
                 }
                 return Ok(concluded);
             }
@@ -85,6 +107,7 @@ impl LoopAgent {
         group: &[ToolExec],
         mode: ExecutionMode,
         cancel: &TurnCancel,
+        known: &mut Known,
     ) -> Result<GroupOutcome, Interrupt> {
         let tools = &self.svc.tools;
         let cap = match mode {
@@ -128,7 +151,10 @@ impl LoopAgent {
                     // durable. On failure it never runs (fail closed); the call is answered with
                     // the other unanswered calls of the failed step.
                     Prepared::Dispatch => match self.flush().await {
-                        Ok(()) => in_flight.push(async move { (i, tools.dispatch(exec).await) }),
+                        Ok(()) => {
+                            known.started.insert(exec.call_id.clone());
+                            in_flight.push(async move { (i, tools.dispatch(exec).await) });
+                        }
                         Err(e) => failure = Some(e),
                     },
                 }
@@ -148,6 +174,7 @@ impl LoopAgent {
                     started,
                     &mut committed,
                     &mut concluded,
+                    known,
                 )
                 .await
             {
@@ -158,6 +185,15 @@ impl LoopAgent {
             }
         }
         if let Some(e) = failure {
+            // Every started body has settled (the loop drains the pool before it ends); keep
+            // the outcomes that could not be committed in order, so they are reported as they
+            // are rather than as "not run".
+            for (exec, slot) in group.iter().zip(slots) {
+                if let Some(outcome) = slot {
+                    let result = tools.finish(exec, outcome).await;
+                    known.results.insert(exec.call_id.clone(), result);
+                }
+            }
             return Err(e);
         }
         if aborted {
@@ -189,6 +225,7 @@ impl LoopAgent {
         started: usize,
         committed: &mut usize,
         concluded: &mut bool,
+        known: &mut Known,
     ) -> Result<(), Interrupt> {
         while *committed < started {
             let Some(outcome) = slots[*committed].take() else {
@@ -196,8 +233,12 @@ impl LoopAgent {
             };
             let exec = &group[*committed];
             let result = self.svc.tools.finish(exec, outcome).await;
-            self.append_result(turn, step, &exec.call_id, &result, call_seqs[*committed])
-                .map_err(fail)?;
+            if let Err(e) =
+                self.append_result(turn, step, &exec.call_id, &result, call_seqs[*committed])
+            {
+                known.results.insert(exec.call_id.clone(), result);
+                return Err(fail(e));
+            }
             for context in result.additional_contexts {
                 self.inbox
                     .append(InboxTarget::NextStep, context)
@@ -266,8 +307,10 @@ impl LoopAgent {
     }
 
     /// Best effort after a scheduler failure: answer every call of the step that has no
-    /// result yet, so the next request is still provider-valid.
-    fn answer_unanswered(&self, turn: u64, step: u64, planned: &[ToolExec]) {
+    /// result yet, so the next request is still provider-valid. A call is answered with what
+    /// is known: its own result when its body settled, `TOOL_OUTCOME_UNKNOWN` when its body
+    /// started but the outcome was lost (or cannot be recorded), `TOOL_NOT_RUN` otherwise.
+    fn answer_unanswered(&self, turn: u64, step: u64, planned: &[ToolExec], known: &Known) {
         let (called, answered) = self.session.with_events(|events| {
             let mut called = std::collections::HashMap::new();
             let mut answered = std::collections::HashSet::new();
@@ -297,6 +340,11 @@ impl LoopAgent {
             TOOL_NOT_RUN,
             "the tool call was not run because the step failed",
         ));
+        let unknown = ToolCallResult::from_error(&dsh_tools::ToolError::coded(
+            "SchedulerError",
+            TOOL_OUTCOME_UNKNOWN,
+            "the tool call ran but its outcome could not be recorded because the step failed",
+        ));
         for exec in planned {
             if answered.contains(&exec.call_id) {
                 continue;
@@ -305,8 +353,19 @@ impl LoopAgent {
                 Some(seq) => Ok(*seq),
                 None => self.append_call(turn, step, exec),
             };
-            if let Ok(seq) = seq {
-                let _ = self.append_result(turn, step, &exec.call_id, &not_run, seq);
+            let Ok(seq) = seq else { continue };
+            let recorded = match known.results.get(&exec.call_id) {
+                Some(result) => self
+                    .append_result(turn, step, &exec.call_id, result, seq)
+                    .is_ok(),
+                None if !known.started.contains(&exec.call_id) => {
+                    let _ = self.append_result(turn, step, &exec.call_id, &not_run, seq);
+                    continue;
+                }
+                None => false,
+            };
+            if !recorded {
+                let _ = self.append_result(turn, step, &exec.call_id, &unknown, seq);
             }
         }
     }

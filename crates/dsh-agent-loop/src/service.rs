@@ -24,6 +24,7 @@ use dsh_tools::ToolRuntime;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{ConfiguredAgent, LoopConfig};
 use crate::driver::{LoopAgent, Services};
@@ -52,6 +53,11 @@ pub(crate) struct LoopInner {
     pub(crate) lifecycles: Mutex<HashMap<u64, Arc<Lifecycle>>>,
     next: AtomicU64,
     active: AtomicBool,
+    /// Creations and resumes in progress: `shutdown` waits for them, so none can publish an
+    /// agent (or keep loading from persistence) after the loop stopped.
+    in_flight: TaskTracker,
+    /// Fired by `shutdown`: aborts in-flight setup and persistence loads.
+    closing: CancellationToken,
     config: LoopConfig,
 }
 
@@ -89,6 +95,8 @@ impl AgentLoop {
                 lifecycles: Mutex::new(HashMap::new()),
                 next: AtomicU64::new(1),
                 active: AtomicBool::new(true),
+                in_flight: TaskTracker::new(),
+                closing: CancellationToken::new(),
                 config,
             }),
         }))
@@ -216,6 +224,7 @@ impl AgentLoop {
                 r = run => r.map_err(|e| creation(format!("agent \"{id}\" setup failed"), Some(e)))?,
                 () = cancel.cancelled() => return Err(aborted()),
                 () = lifecycle.creation.cancelled() => return Err(aborted()),
+                () = self.inner.closing.cancelled() => return Err(aborted()),
             };
             if let Some(commit) = commit {
                 commit().map_err(|e| {
@@ -282,6 +291,17 @@ impl AgentLoop {
         owner: &Context,
         options: CreateAgentOptions,
     ) -> Result<AgentHandle, AgentError> {
+        self.inner
+            .in_flight
+            .track_future(self.create_tracked(owner, options))
+            .await
+    }
+
+    async fn create_tracked(
+        &self,
+        owner: &Context,
+        options: CreateAgentOptions,
+    ) -> Result<AgentHandle, AgentError> {
         self.check_active()?;
         options.agent_options.validate()?;
         if let Some(cwd) = &options.meta.cwd
@@ -325,6 +345,17 @@ impl AgentLoop {
         owner: &Context,
         options: ResumeAgentOptions,
     ) -> Result<AgentHandle, AgentError> {
+        self.inner
+            .in_flight
+            .track_future(self.resume_tracked(owner, options))
+            .await
+    }
+
+    async fn resume_tracked(
+        &self,
+        owner: &Context,
+        options: ResumeAgentOptions,
+    ) -> Result<AgentHandle, AgentError> {
         self.check_active()?;
         options.agent_options.validate()?;
         let persistence = self
@@ -343,6 +374,7 @@ impl AgentLoop {
         let stored = tokio::select! {
             r = persistence.load(&id) => r.map_err(|e| creation(format!("cannot resume session \"{id}\""), Some(Box::new(e))))?,
             () = cancel.cancelled() => return Err(creation(format!("agent \"{id}\" creation aborted"), None)),
+            () = self.inner.closing.cancelled() => return Err(creation(format!("agent \"{id}\" creation aborted: the agent loop is shutting down"), None)),
         };
         self.check_active()?;
         if !owner.is_active() {
@@ -419,10 +451,16 @@ impl AgentLoop {
         Ok(())
     }
 
-    /// Stops the loop: no new agents, then every agent it created is disposed (each through
-    /// its ordered teardown) and awaited.
+    /// Stops the loop: no new agents, in-flight creations and resumes (a setup, a load from
+    /// persistence) are aborted and awaited, then every agent it created is disposed (each
+    /// through its ordered teardown) and awaited.
     pub async fn shutdown(&self) {
         self.inner.active.store(false, Ordering::Release);
+        self.inner.closing.cancel();
+        self.inner.in_flight.close();
+        // A creation that already passed its last check publishes its lifecycle before it
+        // completes, so it is in the snapshot below.
+        self.inner.in_flight.wait().await;
         let lifecycles: Vec<Arc<Lifecycle>> =
             self.inner.lifecycles.lock().values().cloned().collect();
         futures::future::join_all(lifecycles.iter().map(|l| l.dispose())).await;

@@ -12,7 +12,7 @@ use dsh_agent::*;
 use dsh_kernel::BoxError;
 use dsh_prompt::Section;
 use dsh_session::*;
-use dsh_testkit::Script;
+use dsh_testkit::{Gate, Script};
 use futures::FutureExt;
 use parking_lot::Mutex;
 
@@ -62,7 +62,6 @@ fn opts(id: &str) -> CreateAgentOptions {
     }
 }
 
-#[tokio::test]
 async fn publication_happens_after_setup_in_the_documented_order() {
     let h = harness().await;
     let log = lifecycle_log(&h);
@@ -96,7 +95,6 @@ async fn publication_happens_after_setup_in_the_documented_order() {
     handle.dispose().await;
 }
 
-#[tokio::test]
 async fn teardown_order_drains_the_turn_while_the_session_is_still_attached() {
     let h = harness().await;
     h.script(Script::new().hang_until_cancelled());
@@ -133,7 +131,6 @@ async fn teardown_order_drains_the_turn_while_the_session_is_still_attached() {
     assert_balanced(&a);
 }
 
-#[tokio::test]
 async fn disposal_mid_turn_never_starts_the_queued_tail_and_reports_running_then_idle() {
     let h = harness().await;
     h.script(Script::new().hang_until_cancelled());
@@ -151,7 +148,6 @@ async fn disposal_mid_turn_never_starts_the_queued_tail_and_reports_running_then
     assert_eq!(user_texts(&a), ["one"]);
 }
 
-#[tokio::test]
 async fn disposal_from_the_running_status_listener_stops_before_turn_start() {
     let h = harness().await;
     let slot: Arc<Mutex<Option<AgentHandle>>> = Arc::default();
@@ -177,7 +173,6 @@ async fn disposal_from_the_running_status_listener_stops_before_turn_start() {
     assert!(h.adapter.requests().is_empty());
 }
 
-#[tokio::test]
 async fn a_wake_after_disposal_began_is_not_latched() {
     let h = harness().await;
     h.script(Script::new().hang_until_cancelled());
@@ -192,19 +187,49 @@ async fn a_wake_after_disposal_began_is_not_latched() {
     assert_eq!(h.adapter.requests().len(), 1);
 }
 
-#[tokio::test]
 async fn racing_disposers_share_one_boundary_and_the_id_becomes_reusable() {
     let h = harness().await;
+    let log = lifecycle_log(&h);
     let owner = h.ctx.child("owner").unwrap();
     let handle = h.core.registry.create(&owner, opts("r")).await.unwrap();
     let h2 = handle.clone();
-    futures::join!(handle.dispose(), h2.dispose(), owner.scope().dispose());
+    // Each disposer returns only once the shared teardown is complete: the agent and its
+    // session have left their registries by then.
+    let (registry, store) = (h.core.registry.clone(), h.core.store.clone());
+    let torn_down = move || registry.get(&"r".into()).is_none() && store.get(&"r".into()).is_none();
+    let (t1, t2, t3) = (torn_down.clone(), torn_down.clone(), torn_down.clone());
+    let (a, b, c) = bounded(async {
+        futures::join!(
+            async move {
+                handle.dispose().await;
+                t1()
+            },
+            async move {
+                h2.dispose().await;
+                t2()
+            },
+            async move {
+                owner.scope().dispose().await;
+                t3()
+            },
+        )
+    })
+    .await;
+    assert!(
+        a && b && c,
+        "a disposer returned before the shared teardown completed"
+    );
+    let disposed = log
+        .lock()
+        .iter()
+        .filter(|l| l.starts_with("agent-disposed:r"))
+        .count();
+    assert_eq!(disposed, 1, "exactly one agent/disposed: {:?}", log.lock());
     assert!(h.core.registry.get(&"r".into()).is_none());
     let again = h.core.registry.create(&h.ctx, opts("r")).await.unwrap();
     again.dispose().await;
 }
 
-#[tokio::test]
 async fn the_owners_scope_disposal_tears_the_agent_down() {
     let h = harness().await;
     let owner = h.ctx.child("owner").unwrap();
@@ -219,12 +244,19 @@ async fn the_owners_scope_disposal_tears_the_agent_down() {
     );
 }
 
-#[tokio::test]
 async fn handle_disposal_removes_the_owner_effect() {
     let h = harness().await;
     let owner = h.ctx.child("owner").unwrap();
     let handle = h.core.registry.create(&owner, opts("x")).await.unwrap();
-    handle.dispose().await;
+    let weak = Arc::downgrade(handle.agent());
+    bounded(handle.dispose()).await;
+    drop(handle);
+    // The owner's deferred teardown held the agent; once the handle disposed it, the owner
+    // keeps nothing of it alive.
+    assert!(
+        weak.upgrade().is_none(),
+        "the owner's scope still holds the disposed agent's teardown effect"
+    );
     // Creating the same id again under the same owner works, and disposing the owner later
     // touches only the new agent.
     let second = h.core.registry.create(&owner, opts("x")).await.unwrap();
@@ -233,7 +265,6 @@ async fn handle_disposal_removes_the_owner_effect() {
     assert!(h.core.registry.get(a.id()).is_none());
 }
 
-#[tokio::test]
 async fn concurrent_same_id_creation_publishes_exactly_one() {
     let h = harness().await;
     let (a, b) = futures::join!(
@@ -251,7 +282,6 @@ async fn concurrent_same_id_creation_publishes_exactly_one() {
     assert!(h.core.store.list().is_empty());
 }
 
-#[tokio::test]
 async fn a_rejecting_setup_publishes_nothing_and_releases_the_id() {
     let h = harness().await;
     let log = lifecycle_log(&h);
@@ -266,7 +296,6 @@ async fn a_rejecting_setup_publishes_nothing_and_releases_the_id() {
     ok.dispose().await;
 }
 
-#[tokio::test]
 async fn a_throwing_agent_created_listener_rolls_back_with_paired_edges() {
     let h = harness().await;
     let log = lifecycle_log(&h);
@@ -293,7 +322,6 @@ async fn a_throwing_agent_created_listener_rolls_back_with_paired_edges() {
     assert!(h.core.registry.get(&"veto".into()).is_none());
 }
 
-#[tokio::test]
 async fn a_throwing_session_created_listener_emits_no_agent_disposal() {
     let h = harness().await;
     let log = lifecycle_log(&h);
@@ -321,7 +349,6 @@ async fn a_throwing_session_created_listener_emits_no_agent_disposal() {
         .await;
 }
 
-#[tokio::test]
 async fn a_cancelled_creation_token_aborts_setup_but_not_a_returned_handle() {
     let h = harness().await;
     let token = tokio_util::sync::CancellationToken::new();
@@ -341,7 +368,6 @@ async fn a_cancelled_creation_token_aborts_setup_but_not_a_returned_handle() {
     handle.dispose().await;
 }
 
-#[tokio::test]
 async fn scoped_persona_is_visible_only_to_its_agent_and_gone_after_dispose() {
     let h = harness().await;
     h.script(Script::text("a"));
@@ -377,7 +403,6 @@ async fn scoped_persona_is_visible_only_to_its_agent_and_gone_after_dispose() {
     b.dispose().await;
 }
 
-#[tokio::test]
 async fn agent_scoped_listeners_hear_only_their_own_agent() {
     let h = harness().await;
     h.script(Script::text("a"));
@@ -399,7 +424,6 @@ async fn agent_scoped_listeners_hear_only_their_own_agent() {
     assert!(heard.lock().iter().all(|id| id == "a"));
 }
 
-#[tokio::test]
 async fn loop_unload_disposes_live_agents_and_rejects_later_creation() {
     let h = harness().await;
     h.script(Script::new().hang_until_cancelled());
@@ -419,7 +443,6 @@ async fn loop_unload_disposes_live_agents_and_rejects_later_creation() {
     assert!(err.to_string().contains("not active"), "{err}");
 }
 
-#[tokio::test]
 async fn resume_without_persistence_is_a_clear_error() {
     let h = harness().await;
     let err = h
@@ -434,7 +457,6 @@ async fn resume_without_persistence_is_a_clear_error() {
     );
 }
 
-#[tokio::test]
 async fn invalid_options_publish_nothing() {
     let h = harness().await;
     let mut options = opts("bad");
@@ -447,7 +469,6 @@ async fn invalid_options_publish_nothing() {
     assert!(h.core.store.list().is_empty());
 }
 
-#[tokio::test]
 async fn children_created_through_a_parents_context_are_owned_by_it() {
     let h = harness().await;
     let parent = h.agent_named("parent").await;
@@ -471,7 +492,6 @@ async fn children_created_through_a_parents_context_are_owned_by_it() {
     assert!(h.core.registry.get(child.agent().id()).is_none());
 }
 
-#[tokio::test]
 async fn config_declared_agents_start_with_the_loop_and_are_owned_by_it() {
     let config = dsh_agent_loop::CoreConfig {
         loop_config: dsh_agent_loop::LoopConfig {
@@ -519,7 +539,6 @@ async fn config_declared_agents_start_with_the_loop_and_are_owned_by_it() {
     assert!(h.core.registry.list().is_empty());
 }
 
-#[tokio::test]
 async fn config_validation_rejects_conflicting_and_duplicate_identities() {
     use dsh_agent_loop::{ConfiguredAgent, LoopConfig};
     let both = LoopConfig {
@@ -560,7 +579,6 @@ async fn config_validation_rejects_conflicting_and_duplicate_identities() {
     );
 }
 
-#[tokio::test]
 async fn a_config_agent_that_cannot_resume_is_reported_not_fatal() {
     use dsh_agent_loop::{ConfigStartFailed, ConfiguredAgent, CoreConfig, LoopConfig};
     let ctx = dsh_kernel::Context::new();
@@ -598,7 +616,6 @@ async fn a_config_agent_that_cannot_resume_is_reported_not_fatal() {
 /// DESIGN §2 (a `turn/start` always gets its `turn/end`): when the registry's initiator scope
 /// is closed, a wake may not start driver work; it must then not open a turn it can never
 /// close. The prompt stays queued and the agent goes back to idle.
-#[tokio::test]
 async fn a_wake_refused_by_a_closed_initiator_scope_opens_no_turn() {
     let h = harness().await;
     let handle = h.agent().await;
@@ -613,3 +630,193 @@ async fn a_wake_refused_by_a_closed_initiator_scope_opens_no_turn() {
     assert!(h.adapter.requests().is_empty());
     handle.dispose().await;
 }
+
+async fn a_panic_in_the_driver_ends_the_turn_error_returns_to_idle_and_disposal_completes() {
+    let h = harness().await;
+    h.script(Script::text("never reached"));
+    let handle = h.agent().await;
+    let a = handle.agent().clone();
+    // A session validator is not a contained extension point: its panic unwinds through the
+    // driver's run.
+    a.session()
+        .add_validator(Arc::new(|_: &Session, e: &SessionEvent| {
+            if matches!(e.kind, EventKind::StepStart(_)) {
+                panic!("validator bug");
+            }
+            Ok(())
+        }));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(a.when_idle()).await;
+    match &turn_ends(&a)[..] {
+        [TurnEndReason::Error { error }] => assert_eq!(error.code.as_str(), "INTERNAL_ERROR"),
+        other => panic!("expected one error turn, got {other:?}"),
+    }
+    assert_eq!(
+        h.statuses_of("s"),
+        [AgentStatus::Running, AgentStatus::Idle]
+    );
+    assert_balanced(&a);
+    bounded(handle.dispose()).await;
+    assert!(h.core.registry.get(a.id()).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_follow_the_phase_order_when_sends_race_the_settle_on_another_thread() {
+    for i in 0..200 {
+        let h = harness().await;
+        h.script(Script::text("one"));
+        h.script(Script::text("two"));
+        let id = format!("m{i}");
+        let handle = h.agent_named(&id).await;
+        let a = handle.agent().clone();
+        a.followup(Message::user_text("1")).unwrap();
+        // The second send runs on the other worker, racing the first run's settle and its
+        // `idle`.
+        let b = a.clone();
+        bounded(tokio::spawn(async move {
+            b.followup(Message::user_text("2")).unwrap();
+        }))
+        .await
+        .unwrap();
+        bounded(a.when_idle()).await;
+        assert_status_order(&h.statuses_of(&id));
+        bounded(handle.dispose()).await;
+    }
+}
+
+async fn shutdown_waits_for_a_resume_still_loading_from_persistence() {
+    struct Parked {
+        gate: Gate,
+        ended: Arc<std::sync::atomic::AtomicBool>,
+    }
+    struct Ended(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    #[async_trait::async_trait]
+    impl Persistence for Parked {
+        async fn load(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+            let _ended = Ended(self.ended.clone());
+            self.gate.pass().await;
+            Err(PersistenceError::NotFound { id: id.clone() })
+        }
+        async fn list(&self) -> Result<Vec<SessionHeader>, PersistenceError> {
+            Ok(Vec::new())
+        }
+    }
+    let h = harness().await;
+    let gate = Gate::new();
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    h.ctx
+        .provide::<dyn Persistence>(Arc::new(Parked {
+            gate: gate.clone(),
+            ended: ended.clone(),
+        }))
+        .unwrap();
+    let (registry, ctx) = (h.core.registry.clone(), h.ctx.clone());
+    let resume = tokio::spawn(async move {
+        registry
+            .resume(&ctx, ResumeAgentOptions::new("parked".into()))
+            .await
+            .map(|_| ())
+    });
+    bounded(gate.reached()).await;
+    bounded(h.core.shutdown()).await;
+    assert!(
+        ended.load(std::sync::atomic::Ordering::SeqCst),
+        "shutdown returned while a resume was still loading"
+    );
+    let err = bounded(resume).await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("shutting down"), "{err}");
+    assert!(h.core.registry.get(&"parked".into()).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_racing_two_disposers_never_lands_after_the_session_detached() {
+    for i in 0..200 {
+        let h = harness().await;
+        h.script(Script::text("ok"));
+        let id = format!("d{i}");
+        let handle = h.agent_named(&id).await;
+        let a = handle.agent().clone();
+        // The log's length when the session left the store.
+        let at_detach: Arc<Mutex<Option<usize>>> = Arc::default();
+        let (at, session, sid) = (at_detach.clone(), a.session().clone(), id.clone());
+        let _ = h
+            .ctx
+            .on::<SessionDisposed>(move |s| {
+                if s.id().as_str() == sid {
+                    *at.lock() = Some(session.events().len());
+                }
+            })
+            .unwrap();
+        let (h1, h2) = (handle.clone(), handle.clone());
+        let d1 = tokio::spawn(async move { h1.dispose().await });
+        let d2 = tokio::spawn(async move { h2.dispose().await });
+        let _ = a.followup(Message::user_text("late"));
+        bounded(d1).await.unwrap();
+        bounded(d2).await.unwrap();
+        bounded(a.when_idle()).await;
+        let detached_at = at_detach.lock().expect("session/disposed was emitted");
+        // A send to a disposed agent may still queue its message; no run may start.
+        let late: Vec<String> = types(&a)[detached_at..]
+            .iter()
+            .filter(|t| !t.starts_with("agent/inbox/"))
+            .cloned()
+            .collect();
+        assert!(
+            late.is_empty(),
+            "a run logged {late:?} after the session detached"
+        );
+        assert_balanced(&a);
+    }
+}
+
+/// Every lifecycle test runs on the current-thread runtime and on a two-worker multi-thread
+/// runtime, where wakes, settles and disposers really run in parallel (INV-STAT-1/3).
+macro_rules! on_both_runtimes {
+    ($($name:ident),* $(,)?) => {
+        mod current_thread {
+            $(#[tokio::test]
+            async fn $name() {
+                super::$name().await
+            })*
+        }
+        mod multi_thread {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name().await
+            })*
+        }
+    };
+}
+
+on_both_runtimes!(
+    shutdown_waits_for_a_resume_still_loading_from_persistence,
+    publication_happens_after_setup_in_the_documented_order,
+    teardown_order_drains_the_turn_while_the_session_is_still_attached,
+    disposal_mid_turn_never_starts_the_queued_tail_and_reports_running_then_idle,
+    disposal_from_the_running_status_listener_stops_before_turn_start,
+    a_wake_after_disposal_began_is_not_latched,
+    racing_disposers_share_one_boundary_and_the_id_becomes_reusable,
+    the_owners_scope_disposal_tears_the_agent_down,
+    handle_disposal_removes_the_owner_effect,
+    concurrent_same_id_creation_publishes_exactly_one,
+    a_rejecting_setup_publishes_nothing_and_releases_the_id,
+    a_throwing_agent_created_listener_rolls_back_with_paired_edges,
+    a_throwing_session_created_listener_emits_no_agent_disposal,
+    a_cancelled_creation_token_aborts_setup_but_not_a_returned_handle,
+    scoped_persona_is_visible_only_to_its_agent_and_gone_after_dispose,
+    agent_scoped_listeners_hear_only_their_own_agent,
+    loop_unload_disposes_live_agents_and_rejects_later_creation,
+    resume_without_persistence_is_a_clear_error,
+    invalid_options_publish_nothing,
+    children_created_through_a_parents_context_are_owned_by_it,
+    config_declared_agents_start_with_the_loop_and_are_owned_by_it,
+    config_validation_rejects_conflicting_and_duplicate_identities,
+    a_config_agent_that_cannot_resume_is_reported_not_fatal,
+    a_wake_refused_by_a_closed_initiator_scope_opens_no_turn,
+    a_panic_in_the_driver_ends_the_turn_error_returns_to_idle_and_disposal_completes,
+);

@@ -98,8 +98,9 @@ async fn run_case(replies: Vec<Reply>, prompts: usize, at: usize, how: Stop) {
     for p in 0..prompts {
         let _ = a.followup(Message::user_text(format!("prompt {p}")));
     }
-    a.when_idle().await;
-    handle.dispose().await;
+    bounded(a.when_idle()).await;
+    assert_status_order(&h.statuses_of(a.id().as_str()));
+    bounded(handle.dispose()).await;
     stopper.abort();
     let events = a.session().events();
     check_balanced(&events).unwrap_or_else(|e| panic!("unbalanced log: {e}"));

@@ -133,3 +133,57 @@ async fn a_new_loop_instance_over_a_seeded_log_anchors_with_one_resume_header() 
     let next = serde_json::to_string(&sent[1].messages[..sent[0].messages.len()]).unwrap();
     assert_eq!(prev, next);
 }
+
+/// No two user-role messages in a row, tool results aside (they answer the assistant's calls).
+fn assert_alternating(messages: &[std::sync::Arc<Message>]) {
+    let plain_user = |m: &Message| {
+        m.role == Role::User
+            && !m
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    };
+    for pair in messages.windows(2) {
+        assert!(
+            !(plain_user(&pair[0]) && plain_user(&pair[1])),
+            "two user messages in a row: {messages:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn after_a_turn_without_an_assistant_message_requests_still_alternate_roles() {
+    let h = harness_with(dsh_agent_loop::CoreConfig {
+        retry: false,
+        ..Default::default()
+    })
+    .await;
+    // The first turn fails before any assistant message; the second follows it.
+    h.script(Script::error_code(FailureCode::InvalidRequest, "refused"));
+    h.script(Script::text("answer"));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    a.followup(Message::user_text("one")).unwrap();
+    bounded(a.when_idle()).await;
+    a.inject(Message::plugin_text("p", "context")).unwrap();
+    a.followup(Message::user_text("two")).unwrap();
+    bounded(a.when_idle()).await;
+
+    let sent = h.adapter.requests();
+    assert_eq!(sent.len(), 2);
+    for request in &sent {
+        assert_alternating(&request.messages);
+    }
+    assert_eq!(request_texts(&h, 1), ["one|context|two"]);
+    // The log still says exactly what happened: separate prompts, the first turn an error.
+    assert_eq!(user_texts(a), ["one", "context", "two"]);
+    // And the requests rebuilt from it are what was sent.
+    let rebuilt = rebuild_requests(&a.session().events());
+    assert_eq!(rebuilt.len(), sent.len());
+    for (s, r) in sent.iter().zip(&rebuilt) {
+        assert_eq!(
+            serde_json::to_string(&s.messages).unwrap(),
+            serde_json::to_string(&r.messages).unwrap()
+        );
+    }
+}

@@ -480,3 +480,119 @@ async fn a_skipped_call_that_cannot_be_logged_still_leaves_every_call_answered()
     assert_eq!(answered, ["c1", "c2", "c3"]);
     assert_balanced(a);
 }
+
+#[tokio::test]
+async fn a_skipped_call_after_an_exclusive_group_that_cannot_be_logged_is_still_answered() {
+    let h = harness().await;
+    let tool = TestTool::new("w", &h.log);
+    let g = tool.gate("c1");
+    h.tool(tool);
+    // c1 is exclusive: its group aborts alone and c2, c3 take the step's skip path.
+    h.script(Script::tool_calls([
+        ("c1", "w", "{}"),
+        ("c2", "w", "{}"),
+        ("c3", "w", "{}"),
+    ]));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    // The synthetic "aborted before dispatch" result of c2 cannot be written.
+    a.session()
+        .add_validator(std::sync::Arc::new(|_: &Session, e: &SessionEvent| {
+            match &e.kind {
+                EventKind::ToolResult(r)
+                    if r.error.as_ref().is_some_and(|e| e.code == "ABORTED_BEFORE_DISPATCH")
+                        && matches!(&r.message.content[0],
+                            ContentBlock::ToolResult { tool_call_id, .. } if tool_call_id.as_str() == "c2") =>
+                {
+                    Err("refused by the test".into())
+                }
+                _ => Ok(()),
+            }
+        }));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(g.reached()).await;
+    a.cancel(CancelCause::User, CancelOptions::default());
+    g.release();
+    bounded(a.when_idle()).await;
+    let answered: Vec<String> = tool_results(a).into_iter().map(|r| r.0).collect();
+    assert_eq!(answered, ["c1", "c2", "c3"]);
+    assert_balanced(a);
+}
+
+/// A validator refusing the results of `call` whose error code is not one of `allowed`, at
+/// most `times` times.
+fn refuse_result_of(
+    call: &'static str,
+    allowed: &'static [&'static str],
+    times: usize,
+) -> Validator {
+    let left = Arc::new(Mutex::new(times));
+    Arc::new(move |_: &Session, e: &SessionEvent| match &e.kind {
+        EventKind::ToolResult(r)
+            if !r
+                .error
+                .as_ref()
+                .is_some_and(|e| allowed.contains(&e.code.as_str()))
+                && matches!(&r.message.content[0],
+                    ContentBlock::ToolResult { tool_call_id, .. } if tool_call_id.as_str() == call)
+                && *left.lock() > 0 =>
+        {
+            *left.lock() -= 1;
+            Err("refused by the test".into())
+        }
+        _ => Ok(()),
+    })
+}
+
+#[tokio::test]
+async fn a_call_whose_body_ran_keeps_its_outcome_when_its_result_cannot_be_committed() {
+    let h = harness().await;
+    h.tool(TestTool::new("r", &h.log).parallel());
+    h.script(Script::tool_calls([
+        ("c1", "r", r#"{"text":"one"}"#),
+        ("c2", "r", r#"{"text":"two"}"#),
+    ]));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    // c1's real result cannot be written the first time.
+    a.session().add_validator(refuse_result_of("c1", &[], 1));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(a.when_idle()).await;
+    let results = tool_results(a);
+    assert_eq!(
+        results,
+        [
+            ("c1".to_owned(), "echo: one".to_owned(), None),
+            ("c2".to_owned(), "echo: two".to_owned(), None),
+        ]
+    );
+    assert_eq!(h.log().len(), 4, "both bodies ran");
+    assert_balanced(a);
+}
+
+#[tokio::test]
+async fn a_call_whose_body_ran_but_whose_outcome_cannot_be_recorded_is_outcome_unknown() {
+    let h = harness().await;
+    h.tool(TestTool::new("r", &h.log).parallel());
+    h.script(Script::tool_calls([("c1", "r", "{}"), ("c2", "r", "{}")]));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    // Only a synthetic "outcome unknown" result of c1 can be written.
+    a.session().add_validator(refuse_result_of(
+        "c1",
+        &["TOOL_OUTCOME_UNKNOWN"],
+        usize::MAX,
+    ));
+    a.followup(Message::user_text("go")).unwrap();
+    bounded(a.when_idle()).await;
+    let codes: Vec<(String, Option<String>)> =
+        tool_results(a).into_iter().map(|r| (r.0, r.2)).collect();
+    assert_eq!(
+        codes,
+        [
+            ("c1".to_owned(), Some("TOOL_OUTCOME_UNKNOWN".to_owned())),
+            ("c2".to_owned(), None),
+        ]
+    );
+    assert_balanced(a);
+}

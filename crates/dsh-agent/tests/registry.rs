@@ -397,9 +397,24 @@ async fn a_boundary_that_closes_the_initiator_does_not_wait_for_itself() {
     let w = world();
     let a: AgentRef = unpublished(&w, "a");
     let registry = w.registry.clone();
-    w.registry
+    let boundary = w
+        .registry
         .initiator()
-        .scope(Some(a), async move { registry.initiator().close().await })
-        .unwrap()
-        .await;
+        .scope(Some(a), async move {
+            registry.initiator().close().await;
+            "closed from inside"
+        })
+        .unwrap();
+    // Waiting for itself would deadlock: the bound turns that into a failure.
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), boundary)
+        .await
+        .expect("a boundary closing the initiator waited for itself");
+    assert_eq!(outcome, "closed from inside");
+    assert!(
+        matches!(
+            w.registry.initiator().current(),
+            Err(AgentError::InitiatorDisposed)
+        ),
+        "the initiator is closed"
+    );
 }

@@ -198,6 +198,9 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
                 handle = open(&composed, None, &cwd, &spec, &current, &say).await;
             }
             ChatCommand::Resume(id) => {
+                if let Some(notice) = crate::resume_route::mid_chat_notice(&settings, &id).await {
+                    say(&notice);
+                }
                 close(handle.take()).await;
                 handle = open(&composed, Some(id), &cwd, &spec, &current, &say).await;
                 if handle.is_none() {

@@ -21,12 +21,14 @@ mod logging;
 mod piped;
 mod progress;
 mod render;
+mod resume_route;
 mod run;
 mod secrets;
 mod session_ref;
 mod sessions;
 mod signals;
 mod sink;
+mod stdout;
 mod storage;
 mod terminal;
 mod tui;
@@ -55,15 +57,32 @@ fn main() {
     logging::init();
     let overrides = cli.global.overrides();
     let code = match cli.command {
-        Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
-        Some(Command::Chat(args)) => match Settings::load(&overrides) {
-            Ok(settings) => match session_ref::for_chat(
+        Some(Command::Run(args)) => {
+            // `-c` and id prefixes are resolved first, so the resumed session's own route
+            // applies; a reference that does not resolve is reported by the run itself.
+            let resolved = Settings::load(&overrides).ok().and_then(|s| {
+                session_ref::for_chat(
+                    &s,
+                    cli.global.cwd.as_deref(),
+                    args.resume.clone(),
+                    args.continue_last,
+                )
+                .ok()
+                .flatten()
+            });
+            let settings = resume_route::settings(&overrides, resolved.as_deref());
+            run::main(args, settings, cli.global.cwd)
+        }
+        Some(Command::Chat(args)) => match Settings::load(&overrides).and_then(|settings| {
+            session_ref::for_chat(
                 &settings,
                 cli.global.cwd.as_deref(),
                 args.resume,
                 args.continue_last,
-            ) {
-                Ok(resume) => tui::interactive(settings, cli.global.cwd, resume, cli.plain),
+            )
+        }) {
+            Ok(resume) => match resume_route::settings(&overrides, resume.as_deref()) {
+                Ok(settings) => tui::interactive(settings, cli.global.cwd, resume, cli.plain),
                 Err(e) => fail(&e),
             },
             Err(e) => fail(&e),

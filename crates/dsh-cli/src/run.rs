@@ -193,12 +193,10 @@ fn print_result_line(
         cost_usd: spent.cost_usd,
         duration_ms: spent.duration_ms,
     };
-    let mut stdout = std::io::stdout().lock();
-    let written = match serde_json::to_string(&line) {
-        Ok(json) => writeln!(stdout, "{json}"),
-        Err(e) => Err(std::io::Error::other(e)),
-    };
-    let _ = written.and_then(|()| stdout.flush());
+    match serde_json::to_string(&line) {
+        Ok(json) => crate::stdout::write_line(&json),
+        Err(e) => tracing::warn!(error = %e, "cannot serialize the result line"),
+    }
 }
 
 /// The working directory a run was given, and whether the user named it (`--cwd`).
@@ -328,14 +326,11 @@ async fn drive(
     if let Some(sink) = sink {
         sink.close();
     }
-    let code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
+    let mut code = stop.map_or_else(|| outcome.exit_code(), Stop::exit_code);
     match args.output_format {
         // The answer streamed on stderr is already on the screen stdout would print to.
         OutputFormat::Text if progress && crate::terminal::same_terminal() => {}
-        OutputFormat::Text => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{}", outcome.text).and_then(|()| stdout.flush());
-        }
+        OutputFormat::Text => crate::stdout::write_line(&outcome.text),
         OutputFormat::StreamJson | OutputFormat::Json => {
             let events = agent.session().events();
             let (usage, cost_usd) =
@@ -357,6 +352,13 @@ async fn drive(
             "dsh: the answer stopped at the output-token limit (raise `max_tokens` under \
              [defaults] in config.toml)"
         );
+    }
+    // The session is saved (flushed above); the answer was not delivered.
+    if let Some(e) = crate::stdout::failure() {
+        eprintln!("dsh: cannot write to stdout: {e}");
+        if code == 0 {
+            code = 1;
+        }
     }
     if progress {
         if let Some(compaction) = composed.compaction() {

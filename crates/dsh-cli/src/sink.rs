@@ -5,7 +5,6 @@
 //! a dedicated thread formats and writes it, in append order.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -50,9 +49,7 @@ impl Sink {
                     event: &event,
                 };
                 if let Ok(json) = serde_json::to_string(&line) {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{json}");
-                    let _ = out.flush();
+                    crate::stdout::write_line(&json);
                 }
             },
         )

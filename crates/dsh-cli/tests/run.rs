@@ -425,3 +425,139 @@ fn an_invalid_dsh_log_filter_is_named_and_the_run_goes_on() {
         stderr(&out)
     );
 }
+
+#[test]
+fn an_answer_that_cannot_be_written_to_stdout_exits_one_and_the_session_is_saved() {
+    for format in ["text", "stream-json"] {
+        let w = World::new();
+        w.server.push(MockResponse::text("the answer"));
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = w
+            .dsh(&["run", "--output-format", format, "task"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("dsh: cannot write to stdout: "),
+            "{format}: {}",
+            stderr(&out)
+        );
+        let events = w.load(&w.only_session_id());
+        assert!(
+            events.iter().any(|e| matches!(
+                &e.kind,
+                EventKind::TurnEnd(t) if t.reason == TurnEndReason::Completed
+            )),
+            "{format}: the session holds the completed turn"
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_closed_the_pipe_is_not_a_failure() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("nobody reads this").hold_after(2);
+    w.server.push(held);
+    let mut child = w.spawn(&["run", "task"]);
+    common::block_on(dsh_testkit::bounded(hold.reached()));
+    // The reader goes away before the answer is written.
+    drop(child.stdout.take());
+    hold.release();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("cannot write"), "{}", stderr(&out));
+}
+
+/// A world whose config adds provider `mock` (no key) served by `local`.
+fn with_local_provider(w: &World, local: &dsh_testkit::MockServer) {
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!(
+            "[providers.mock]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n\
+             models = [\"local-model\"]\n",
+            local.url()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_resumed_session_goes_to_its_own_provider_and_model() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    with_local_provider(&w, &local);
+    // The first turn fails (a 400 the run does not retry): no assistant message is logged.
+    local.push(MockResponse::error(400, "refused"));
+    let first = w.output(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--provider",
+        "mock",
+        "one",
+    ]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    let id = session_id_of(&json_lines(&first));
+
+    local.push(MockResponse::text("from the local model"));
+    let second = w.output(&["run", "--resume", &id, "two"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(stdout(&second), "from the local model\n");
+    assert!(
+        w.server.requests().is_empty(),
+        "nothing went to the default provider"
+    );
+    assert!(
+        !stderr(&second).contains("resuming with"),
+        "{}",
+        stderr(&second)
+    );
+    let requests = local.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body["model"], "local-model");
+    // A strict chat template accepts the resumed history: roles alternate although the first
+    // turn ended without an assistant message.
+    let roles: Vec<&str> = requests[1]
+        .messages()
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .filter(|r| *r != "system")
+        .collect();
+    assert!(
+        roles.windows(2).all(|p| p[0] != p[1]),
+        "roles must alternate: {roles:?}"
+    );
+}
+
+#[test]
+fn resuming_with_flags_naming_another_route_uses_it_and_says_so() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    with_local_provider(&w, &local);
+    local.push(MockResponse::text("local"));
+    let first = w.output(&[
+        "run",
+        "--output-format",
+        "stream-json",
+        "--provider",
+        "mock",
+        "one",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let id = session_id_of(&json_lines(&first));
+
+    w.server.push(MockResponse::text("remote"));
+    let out = w.output(&["run", "--resume", &id, "--provider", "deepseek", "two"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "remote\n");
+    assert_eq!(w.server.requests().len(), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("session used provider `mock` with model `local-model`; resuming with provider `deepseek`"),
+        "{err}"
+    );
+}

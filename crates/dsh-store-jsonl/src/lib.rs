@@ -10,8 +10,6 @@
 //!   `session/flush` barrier and the teardown drain.
 //! - [`layout`]: where files live (`projectKey`, `encodeSegment`, the sessions root).
 //! - [`FileOps`]: the seam every session write goes through (fault injection in tests).
-//! - [`crash_harness`]: a reusable kill-9 test harness (child process, flushed-seq reports,
-//!   survivor verification).
 //!
 //! Durability contract: when a flush returns `Ok`, every event the session held at the call is
 //! on disk (`fdatasync`ed, and a new file's directory entry synced); after a crash, loading
@@ -26,7 +24,6 @@
 //! session locked.
 
 mod batch;
-pub mod crash_harness;
 mod error;
 mod fork;
 mod fsync;

@@ -1,12 +1,14 @@
 //! `kill -9` at pseudo-random moments: every flushed event survives, every session loads
 //! balanced after repair.
 //!
-//! The child is this test binary re-executed: [`child_entry_is_inert_unless_spawned`] runs
-//! the workload when [`CHILD_ENV`] is set and does nothing in a normal test run.
+//! The child is this test binary re-executed: the `#[ignore]`d helper [`crash_child`] runs the
+//! workload when [`CHILD_ENV`] is set; it is never a test of its own.
 
 #![allow(clippy::unwrap_used)] // Integration tests: a panic is the failure report.
 
 mod common;
+#[path = "crash/harness.rs"]
+mod harness;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,22 +17,23 @@ use std::time::Duration;
 use common::*;
 use dsh_kernel::Context;
 use dsh_session::*;
-use dsh_store_jsonl::crash_harness::{
+use dsh_store_jsonl::{JsonlOptions, JsonlPersistencePlugin, JsonlStore};
+use harness::{
     FlushReport, KillPlan, SeededRng, child_command, report_durable_writes, run_and_kill,
     verify_survivors,
 };
-use dsh_store_jsonl::{JsonlOptions, JsonlPersistencePlugin, JsonlStore};
 
 const CHILD_ENV: &str = "DSH_STORE_JSONL_CRASH_CHILD";
-const CHILD_TEST: &str = "child_entry_is_inert_unless_spawned";
+const CHILD_TEST: &str = "crash_child";
 const SESSIONS: usize = 3;
 const ROUNDS: u64 = 16;
 
+/// The child process's workload, run only by the crash test through [`child_command`].
 #[test]
-fn child_entry_is_inert_unless_spawned() {
-    let Some(arg) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
+#[ignore = "helper process: the crash test runs it with its environment"]
+fn crash_child() {
+    let arg = std::env::var_os(CHILD_ENV)
+        .unwrap_or_else(|| panic!("a helper process: run by the crash test with {CHILD_ENV}"));
     let arg = arg.to_string_lossy().into_owned();
     let (root, seed) = arg.split_once('|').unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()

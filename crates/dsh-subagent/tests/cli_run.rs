@@ -2,8 +2,9 @@
 //! subagent, and the child's session file lies next to the parent's, linked by
 //! `parentSession`.
 //!
-//! The binary comes from the same target directory as this test (`target/debug/dsh`). When it
-//! has not been built (`cargo build -p dsh-cli`), the test says so and passes without running.
+//! The binary comes from the same target directory as this test (`target/debug/dsh`), built
+//! first when absent ([`dsh_testkit::dsh_binary`]); a binary that cannot be built or does not
+//! start fails the test.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,18 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dsh_testkit::{MockResponse, MockServer};
+use dsh_testkit::{MockResponse, MockServer, dsh_binary};
 use serde_json::{Value, json};
 
 /// Longest time the binary may take; an external process is waited for with a bounded poll.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn dsh_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    // target/debug/deps/cli_run-<hash> -> target/debug/dsh
-    let bin = exe.parent()?.parent()?.join("dsh");
-    bin.is_file().then_some(bin)
-}
 
 fn session_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -42,12 +36,7 @@ fn header(path: &Path) -> Value {
 
 #[test]
 fn dsh_run_writes_the_child_session_next_to_the_parents_linked_by_parent_session() {
-    let Some(dsh) = dsh_binary() else {
-        eprintln!(
-            "SKIPPED: no dsh binary next to this test (build it with `cargo build -p dsh-cli`)"
-        );
-        return;
-    };
+    let dsh = dsh_binary();
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let server = MockServer::start();

@@ -42,6 +42,8 @@
 //! ```
 
 pub mod anthropic;
+mod binary;
+mod bounded;
 mod gate;
 mod mock_response;
 mod mock_server;
@@ -51,6 +53,8 @@ mod scripted;
 pub mod sse;
 pub mod validity;
 
+pub use binary::dsh_binary;
+pub use bounded::{BOUND, bounded};
 pub use gate::{Gate, Hold};
 pub use mock_response::{MockResponse, SseFrame};
 pub use mock_server::{MockRequest, MockServer};

@@ -17,29 +17,24 @@ use dsh_testkit::MockServer;
 
 use super::Conn;
 
-/// Where `cargo build -p dsh-cli` put the binary for this target directory and profile.
+/// The `dsh` binary of this target directory ([`dsh_testkit::dsh_binary`]: built when
+/// absent), checked to have a working `acp` subcommand. Never `None`: a missing or broken
+/// binary fails the test instead of skipping it (the `Option` keeps the callers' shape).
 pub fn binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    // <target>/<profile>/deps/<test>-<hash>
-    let profile_dir = exe.parent()?.parent()?;
-    let bin = profile_dir.join(format!("dsh{}", std::env::consts::EXE_SUFFIX));
-    if !bin.is_file() {
-        eprintln!(
-            "skipped: no dsh binary at {} (run `cargo build -p dsh-cli` with the same target dir)",
-            bin.display()
-        );
-        return None;
-    }
+    let bin = dsh_testkit::dsh_binary();
     let help = std::process::Command::new(&bin)
         .args(["acp", "--help"])
         .env("DSH_HOME", std::env::temp_dir())
         .stdin(Stdio::null())
         .output()
-        .ok()?;
-    if !help.status.success() {
-        eprintln!("skipped: {} has no `acp` subcommand yet", bin.display());
-        return None;
-    }
+        .unwrap();
+    assert!(
+        help.status.success(),
+        "`{} acp --help` failed ({}): {}",
+        bin.display(),
+        help.status,
+        String::from_utf8_lossy(&help.stderr)
+    );
     Some(bin)
 }
 

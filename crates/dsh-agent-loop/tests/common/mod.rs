@@ -12,6 +12,8 @@ use dsh_agent::*;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_kernel::Context;
 use dsh_session::*;
+#[allow(unused_imports)]
+pub use dsh_testkit::bounded;
 use dsh_testkit::{Gate, Script, ScriptedAdapter};
 use dsh_tools::{Tool, ToolCallContext, ToolError, ToolOutput};
 use parking_lot::Mutex;
@@ -298,4 +300,21 @@ impl Tool for TestTool {
         let text = args.get("text").and_then(Value::as_str).unwrap_or("");
         Ok(ToolOutput::text(format!("echo: {text}")))
     }
+}
+
+/// Statuses as observed by a listener must follow the phase order (INV-STAT-1): they start
+/// `running`, alternate, and (once `when_idle` resolved) end `idle` (INV-STAT-3).
+pub fn assert_status_order(statuses: &[AgentStatus]) {
+    for (i, s) in statuses.iter().enumerate() {
+        let expected = if i.is_multiple_of(2) {
+            AgentStatus::Running
+        } else {
+            AgentStatus::Idle
+        };
+        assert_eq!(*s, expected, "status {i} out of phase order: {statuses:?}");
+    }
+    assert!(
+        statuses.len().is_multiple_of(2),
+        "the last idle was not published before when_idle resolved: {statuses:?}"
+    );
 }

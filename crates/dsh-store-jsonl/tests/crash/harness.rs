@@ -1,4 +1,4 @@
-//! A reusable `kill -9` harness for durability tests.
+//! A `kill -9` harness for durability tests (test-only: not part of the crate's API).
 //!
 //! "Nothing acknowledged is lost" can only be tested by really killing a process. The pattern:
 //! a child process (usually the test binary re-executed with an environment variable, see
@@ -11,7 +11,7 @@
 //!
 //! Any driver can play the child: these tests use a synthetic turn generator; a test of the
 //! real agent loop, whose flushes happen inside the loop, plugs [`report_durable_writes`] into
-//! [`crate::JsonlOptions::on_durable`] so that every durable write is reported, whoever asked
+//! [`dsh_store_jsonl::JsonlOptions::on_durable`] so that every durable write is reported, whoever asked
 //! for it.
 
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use dsh_session::{Persistence, Session, SessionEvent, SessionId, StoredSession, check_balanced};
 
-use crate::store::DurableObserver;
+use dsh_store_jsonl::DurableObserver;
 
 /// The prefix of a flush report line on the child's stdout.
 pub const FLUSHED_MARKER: &str = "DSH-FLUSHED";
@@ -124,13 +124,18 @@ pub struct ChildRun {
     pub stderr: String,
 }
 
-/// A command that re-executes the current test binary to run exactly the test named `test`
-/// (which should act as the child when `env_var` is set, and do nothing otherwise), with
-/// `env_var=value`.
+/// A command that re-executes the current test binary to run exactly the `#[ignore]`d helper
+/// test named `test` (which acts as the child when `env_var` is set), with `env_var=value`.
 pub fn child_command(test: &str, env_var: &str, value: &str) -> io::Result<Command> {
     let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(env_var, value);
+    cmd.args([
+        "--exact",
+        test,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(env_var, value);
     Ok(cmd)
 }
 

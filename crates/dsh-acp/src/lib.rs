@@ -46,6 +46,7 @@ mod errors;
 mod frames;
 mod hangup;
 mod list;
+mod mcp;
 mod modes;
 mod open;
 mod options;

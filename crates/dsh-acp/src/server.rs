@@ -13,9 +13,10 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
     CloseSessionRequest, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
-    SessionModeId, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    ListSessionsRequest, LoadSessionRequest, McpCapabilities, NewSessionRequest,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionModeId, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Error, JsonRpcResponse, Lines};
 use dsh_kernel::Context;
@@ -149,6 +150,8 @@ fn reply<T: JsonRpcResponse>(responder: Responder<T>, result: Result<T, Error>) 
 fn initialize(bridge: &Bridge) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
+        // Stdio MCP servers are the baseline; streamable HTTP ones are supported too.
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
         .prompt_capabilities(
             PromptCapabilities::new()
                 .image(false)

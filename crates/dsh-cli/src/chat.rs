@@ -157,6 +157,7 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
         &settings,
         ComposeOptions {
             start_configured_agents: true,
+            ..ComposeOptions::default()
         },
     )
     .await?;

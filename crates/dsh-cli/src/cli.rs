@@ -71,6 +71,9 @@ pub enum Command {
     /// Inspect the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Inspect the configured MCP servers (`[mcp_servers.NAME]`).
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     ///
     /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
@@ -152,6 +155,14 @@ pub enum SessionsCommand {
 pub enum ConfigCommand {
     /// The effective configuration with the source of each value (keys redacted).
     Show,
+}
+
+/// `dsh mcp …`.
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Start every configured server, show its state and the tools it offers, stop it again.
+    /// Exits 1 when a server failed to start.
+    List,
 }
 
 /// Rewrites the compatible spelling `dsh --profile headless TASK…` into `dsh run TASK…`.

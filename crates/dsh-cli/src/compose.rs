@@ -60,6 +60,9 @@ pub struct ComposeOptions {
     /// Start the `[[agents]]` of the config file with the loop (long-lived front ends only;
     /// `dsh run` drives exactly one agent of its own).
     pub start_configured_agents: bool,
+    /// The front end's own approval policy already covers MCP tools (the ACP bridge's session
+    /// modes), so the MCP servers must not ask a second time.
+    pub front_end_asks_about_mcp: bool,
 }
 
 /// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
@@ -87,6 +90,7 @@ pub struct Composed {
     persistence: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
+    mcp: Option<PluginHandle>,
     registration: AdapterRegistration,
 }
 
@@ -141,6 +145,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
+    let mcp = crate::mcp::mount(&ctx, settings, &options).await?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -160,6 +165,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         persistence,
         tools,
         subagents,
+        mcp,
         registration: adapter,
     })
 }
@@ -171,6 +177,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
         settings,
         ComposeOptions {
             start_configured_agents: true,
+            front_end_asks_about_mcp: true,
         },
     )
     .await
@@ -265,12 +272,15 @@ impl Composed {
     }
 
     /// Tears everything down in the order durability needs: every agent stopped, drained and
-    /// flushed (while persistence still listens), then subagent runs, the tools, the core
+    /// flushed (while persistence still listens), then subagent runs, the MCP servers, the tools, the core
     /// services, the adapter, the shell (killing anything left running) and finally
     /// persistence, whose unmount drains every session writer.
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.dispose().await;
+        }
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

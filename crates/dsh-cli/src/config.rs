@@ -12,6 +12,8 @@ use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
 use serde::Deserialize;
 
+mod mcp;
+
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
@@ -132,6 +134,8 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Config-declared agents (`[[agents]]`), started by the loop in long-lived front ends.
     pub agents: Vec<ConfiguredAgent>,
+    /// MCP servers (`[mcp_servers.NAME]`), in name order.
+    pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +147,8 @@ struct FileConfig {
     providers: BTreeMap<String, FileProvider>,
     #[serde(default)]
     agents: Vec<ConfiguredAgent>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -395,6 +401,7 @@ impl Settings {
             Some(n) => Sourced::new(n.into_inner(), Source::File),
             None => Sourced::new(10, Source::Default),
         };
+        let mcp_servers = mcp::resolve(&config_path, &text, file.mcp_servers)?;
         let max_tokens = match file.defaults.max_tokens {
             Some(n) if *n.get_ref() == 0 => bail!(
                 "invalid config file {}: defaults.max_tokens must be positive",
@@ -412,6 +419,7 @@ impl Settings {
             max_tokens,
             providers,
             agents: file.agents,
+            mcp_servers,
         })
     }
 
@@ -543,6 +551,15 @@ impl Settings {
                 &mut out,
                 format!("models = [{}]", models.join(", ")),
                 &p.models.source,
+            );
+        }
+        for server in &self.mcp_servers {
+            let _ = writeln!(out);
+            let state = if server.enabled { "" } else { " (disabled)" };
+            let _ = writeln!(
+                out,
+                "# mcp server `{}` (file){state}; `dsh mcp list` starts it",
+                server.name
             );
         }
         if !self.agents.is_empty() {

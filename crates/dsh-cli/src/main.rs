@@ -14,6 +14,7 @@ mod config;
 mod instructions;
 mod lazy_adapter;
 mod logging;
+mod mcp;
 mod render;
 mod run;
 mod sessions;
@@ -26,7 +27,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, ConfigCommand};
+use crate::cli::{Cli, Command, ConfigCommand, McpCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
@@ -43,6 +44,10 @@ fn main() {
         Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
             Ok(settings) => print_out(&settings.render(&process_env)),
+            Err(e) => fail(&e),
+        },
+        Some(Command::Mcp(McpCommand::List)) => match Settings::load(&overrides) {
+            Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e),
         },
         Some(Command::Acp(args)) => match Settings::load(&overrides) {

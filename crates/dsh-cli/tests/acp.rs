@@ -275,3 +275,53 @@ fn sigint_runs_the_bridge_teardown_answers_the_held_prompt_cancelled_and_exits_1
     assert_eq!(stderr, "", "a graceful stop logs nothing");
     assert_stopped_in_order(&w, &done, &busy);
 }
+
+#[test]
+fn acp_session_new_starts_the_editors_mcp_servers_and_asks_before_their_tools_run() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__editor_tools__echo",
+            r#"{"text":"via the editor's server"}"#,
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn(&w);
+    let init = acp.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let mcp = &init["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!(mcp["http"], true, "{init}");
+    assert_eq!(mcp["sse"], false, "{init}");
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let server = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+    let created = acp.call(
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [
+            {"name": "editor tools", "command": server, "args": [], "env": []}
+        ]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = acp.prompt(&session, "use the editor's tool");
+    // The default mode asks the editor before an MCP tool runs; allow it once.
+    loop {
+        let line = acp.frames.recv_timeout(FRAME_DEADLINE).unwrap();
+        let frame: Value = serde_json::from_str(&line).unwrap();
+        if frame["method"] == "session/request_permission" {
+            let call = &frame["params"]["toolCall"]["toolCallId"];
+            assert_eq!(call, "call_1", "{frame}");
+            acp.send(&json!({"jsonrpc": "2.0", "id": frame["id"], "result":
+                {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}));
+            break;
+        }
+        acp.seen.push(frame);
+    }
+    let done = acp.response(prompt);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let requests = w.server.requests();
+    let result = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(result.contains("via the editor's server"), "{result}");
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}

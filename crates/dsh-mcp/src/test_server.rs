@@ -231,3 +231,24 @@ pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + 
     running.waiting().await?;
     Ok(())
 }
+
+/// The binary's whole `main`: parses the flags, serves, exits 2 on a usage error and 1 on a
+/// failure. Shared by every package that builds the test server for its own tests.
+pub fn main() {
+    let flags = match Flags::parse(std::env::args().skip(1)) {
+        Ok(flags) => flags,
+        Err(error) => {
+            eprintln!("dsh-mcp-test-server: {error}");
+            std::process::exit(2);
+        }
+    };
+    let served = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.into())
+        .and_then(|runtime| runtime.block_on(run(flags)));
+    if let Err(error) = served {
+        eprintln!("dsh-mcp-test-server: {error}");
+        std::process::exit(1);
+    }
+}

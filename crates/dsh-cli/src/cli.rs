@@ -74,6 +74,9 @@ pub enum Command {
     /// Inspect the configured MCP servers (`[mcp_servers.NAME]`).
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Inspect the command hooks that apply to this directory.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     ///
     /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
@@ -148,6 +151,13 @@ pub enum SessionsCommand {
         /// The session id.
         id: String,
     },
+}
+
+/// `dsh hooks …`.
+#[derive(Subcommand, Debug)]
+pub enum HooksCommand {
+    /// Every hook that applies here, by event, with the file it comes from.
+    List,
 }
 
 /// `dsh config …`.

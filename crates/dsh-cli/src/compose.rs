@@ -18,8 +18,10 @@ use dsh_agent::{
     ResumeAgentOptions, Setup,
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_hooks::HooksPlugin;
 use dsh_kernel::{BoxError, Context, PluginHandle};
 use dsh_llm::{AdapterRegistration, ModelInfo};
+use dsh_llm_anthropic::AnthropicConfig;
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
@@ -31,7 +33,7 @@ use futures::FutureExt;
 
 use crate::config::{ProviderKind, ProviderSettings, Settings, Source};
 use crate::instructions;
-use crate::lazy_adapter::LazyAdapter;
+use crate::lazy_adapter::{LazyAdapter, ProviderConfig};
 use crate::run::DRAIN;
 
 /// The persona every dsh coding agent gets (`{{model}}` and `{{cwd}}` are the agent's own).
@@ -91,6 +93,7 @@ pub struct Composed {
     tools: PluginHandle,
     subagents: PluginHandle,
     mcp: Option<PluginHandle>,
+    hooks: PluginHandle,
     registration: AdapterRegistration,
 }
 
@@ -146,6 +149,16 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .await
         .context("cannot mount subagents")?;
     let mcp = crate::mcp::mount(&ctx, settings, &options).await?;
+    // After subagents, so the hooks' tool listeners nest inside the subagent plugin's approval
+    // rewrite (a hook's `ask` in a child is refused like any child's ask). Idle notifications
+    // only where a person waits at the prompt: the long-lived front ends.
+    let hooks = ctx
+        .plugin(HooksPlugin::new(crate::hooks::plugin_options(
+            settings,
+            options.start_configured_agents,
+        )))
+        .await
+        .context("cannot mount hooks")?;
     for (name, order, text) in TOOL_SECTIONS {
         let _ = core
             .prompt
@@ -166,6 +179,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         tools,
         subagents,
         mcp,
+        hooks,
         registration: adapter,
     })
 }
@@ -183,36 +197,51 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
     .await
 }
 
-fn adapter_config(p: &ProviderSettings) -> OpenAiAdapterConfig {
+fn adapter_config(p: &ProviderSettings) -> ProviderConfig {
     let key = match &p.api_key_env {
         Some(var) => ApiKeySource::Env(var.value.clone()),
         None => ApiKeySource::NotRequired,
     };
-    let mut config = match p.kind.value {
-        ProviderKind::Deepseek => OpenAiAdapterConfig::deepseek(p.base_url.value.clone(), key),
-        ProviderKind::OpenaiCompatible => {
-            OpenAiAdapterConfig::openai_compatible(p.base_url.value.clone(), key)
+    let base = p.base_url.value.clone();
+    match p.kind.value {
+        ProviderKind::Deepseek => ProviderConfig::OpenAi(configured_models(
+            OpenAiAdapterConfig::deepseek(base, key).with_route(p.name.clone()),
+            p,
+        )),
+        ProviderKind::OpenaiCompatible => ProviderConfig::OpenAi(configured_models(
+            OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone()),
+            p,
+        )),
+        ProviderKind::Anthropic => {
+            let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());
+            config.models = listed_models(std::mem::take(&mut config.models), p);
+            ProviderConfig::Anthropic(config)
         }
     }
-    .with_route(p.name.clone());
-    // A configured model list replaces the catalog, keeping what the adapter knows about ids
-    // it already lists.
-    if p.models.source != Source::Default {
-        let known = std::mem::take(&mut config.models);
-        config.models = p
-            .models
-            .value
-            .iter()
-            .map(|id| {
-                known
-                    .iter()
-                    .find(|m| &m.id == id)
-                    .cloned()
-                    .unwrap_or_else(|| ModelInfo::new(id.clone()))
-            })
-            .collect();
-    }
+}
+
+fn configured_models(mut config: OpenAiAdapterConfig, p: &ProviderSettings) -> OpenAiAdapterConfig {
+    config.models = listed_models(std::mem::take(&mut config.models), p);
     config
+}
+
+/// A configured model list replaces the catalog, keeping what the adapter knows about ids it
+/// already lists.
+fn listed_models(known: Vec<ModelInfo>, p: &ProviderSettings) -> Vec<ModelInfo> {
+    if p.models.source == Source::Default {
+        return known;
+    }
+    p.models
+        .value
+        .iter()
+        .map(|id| {
+            known
+                .iter()
+                .find(|m| &m.id == id)
+                .cloned()
+                .unwrap_or_else(|| ModelInfo::new(id.clone()))
+        })
+        .collect()
 }
 
 impl Composed {
@@ -281,6 +310,7 @@ impl Composed {
         if let Some(mcp) = &self.mcp {
             mcp.dispose().await;
         }
+        self.hooks.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.registration.unregister();

@@ -63,7 +63,7 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    fn new(value: T, source: Source) -> Self {
+    pub(crate) fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
 }
@@ -76,6 +76,8 @@ pub enum ProviderKind {
     Deepseek,
     /// Any OpenAI-compatible chat-completions server.
     OpenaiCompatible,
+    /// Anthropic's Messages API (Claude; DeepSeek's Anthropic-compatible endpoint).
+    Anthropic,
 }
 
 impl ProviderKind {
@@ -83,6 +85,7 @@ impl ProviderKind {
         match self {
             Self::Deepseek => "deepseek",
             Self::OpenaiCompatible => "openai-compatible",
+            Self::Anthropic => "anthropic",
         }
     }
 }
@@ -136,6 +139,8 @@ pub struct Settings {
     pub agents: Vec<ConfiguredAgent>,
     /// MCP servers (`[mcp_servers.NAME]`), in name order.
     pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
+    /// `[hooks]`: where command hooks are read from.
+    pub hooks: crate::hooks::HookSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -149,6 +154,8 @@ struct FileConfig {
     agents: Vec<ConfiguredAgent>,
     #[serde(default)]
     mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
+    #[serde(default)]
+    hooks: crate::hooks::FileHooks,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -219,6 +226,28 @@ fn builtin_providers(env: &dyn Fn(&str) -> Option<String>) -> BTreeMap<String, P
         },
     );
     out.insert(
+        "anthropic".to_owned(),
+        ProviderSettings {
+            name: "anthropic".to_owned(),
+            kind: Sourced::new(ProviderKind::Anthropic, Source::Default),
+            base_url: base(
+                "ANTHROPIC_BASE_URL",
+                dsh_llm_anthropic::ANTHROPIC_DEFAULT_BASE_URL,
+            ),
+            api_key_env: Some(Sourced::new(
+                "ANTHROPIC_API_KEY".to_owned(),
+                Source::Default,
+            )),
+            models: Sourced::new(
+                dsh_llm_anthropic::anthropic_models()
+                    .into_iter()
+                    .map(|m| m.id)
+                    .collect(),
+                Source::Default,
+            ),
+        },
+    );
+    out.insert(
         "local".to_owned(),
         ProviderSettings {
             name: "local".to_owned(),
@@ -236,6 +265,7 @@ fn base_url_env(provider: &str) -> Option<&'static str> {
     match provider {
         "deepseek" => Some("DEEPSEEK_BASE_URL"),
         "openai" => Some("OPENAI_BASE_URL"),
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
         _ => None,
     }
 }
@@ -420,6 +450,7 @@ impl Settings {
             providers,
             agents: file.agents,
             mcp_servers,
+            hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
 
@@ -573,6 +604,7 @@ impl Settings {
                 let _ = writeln!(out, "#   {}", a.id);
             }
         }
+        self.hooks.render(&mut out);
         out
     }
 }

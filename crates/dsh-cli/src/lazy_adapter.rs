@@ -1,6 +1,6 @@
 //! The provider adapter, registered at once and built in the background.
 //!
-//! Building [`OpenAiAdapter`]'s HTTP client reads and parses every system root certificate:
+//! Building an adapter's HTTP client reads and parses every system root certificate:
 //! several milliseconds, more than everything else dsh does before its first request. Nothing
 //! needs the client until that request, so [`LazyAdapter`] registers the route immediately
 //! (its metadata comes from the configuration alone) and builds the client on a blocking
@@ -10,31 +10,72 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use dsh_llm::LlmError;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{Adapter, ChunkStream, FailureCode, GenerateOptions, LlmFailure, ModelInfo};
+use dsh_llm_anthropic::{AnthropicAdapter, AnthropicConfig};
 use dsh_llm_openai::{OpenAiAdapter, OpenAiAdapterConfig};
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-type Built = Result<Arc<OpenAiAdapter>, LlmFailure>;
+type Built = Result<Arc<dyn Adapter>, LlmFailure>;
 
-/// An [`OpenAiAdapter`] whose construction runs in the background.
+/// The configuration of one provider route, in the wire format it speaks.
+#[derive(Clone, Debug)]
+pub enum ProviderConfig {
+    /// OpenAI-compatible chat completions (DeepSeek, OpenAI, local servers).
+    OpenAi(OpenAiAdapterConfig),
+    /// Anthropic Messages.
+    Anthropic(AnthropicConfig),
+}
+
+impl ProviderConfig {
+    fn retry_policy(&self) -> Option<RetryPolicy> {
+        match self {
+            Self::OpenAi(c) => c.retry_policy.clone(),
+            Self::Anthropic(c) => c.retry_policy.clone(),
+        }
+    }
+
+    fn model_infos(&self) -> Vec<ModelInfo> {
+        match self {
+            Self::OpenAi(c) => c.model_infos(),
+            Self::Anthropic(c) => c.models.clone(),
+        }
+    }
+
+    fn model_info(&self, model: &str) -> ModelInfo {
+        match self {
+            Self::OpenAi(c) => c.model_info(model),
+            Self::Anthropic(c) => c.model_info(model),
+        }
+    }
+
+    fn build(self) -> Result<Arc<dyn Adapter>, LlmError> {
+        Ok(match self {
+            Self::OpenAi(c) => Arc::new(OpenAiAdapter::new(c)?),
+            Self::Anthropic(c) => Arc::new(AnthropicAdapter::new(c)?),
+        })
+    }
+}
+
+/// A provider adapter whose construction runs in the background.
 pub struct LazyAdapter {
-    config: OpenAiAdapterConfig,
+    config: ProviderConfig,
     built: Shared<BoxFuture<'static, Built>>,
 }
 
 impl LazyAdapter {
     /// Starts building the adapter for `config` (needs a tokio runtime).
-    pub fn spawn(config: OpenAiAdapterConfig) -> Self {
+    pub fn spawn(config: ProviderConfig) -> Self {
         let building = tokio::task::spawn_blocking({
             let config = config.clone();
-            move || OpenAiAdapter::new(config)
+            move || config.build()
         });
         let built = async move {
             match building.await {
-                Ok(Ok(adapter)) => Ok(Arc::new(adapter)),
+                Ok(Ok(adapter)) => Ok(adapter),
                 Ok(Err(e)) => Err(e.failure),
                 Err(e) => Err(LlmFailure::new(
                     FailureCode::Transport,
@@ -56,7 +97,7 @@ impl LazyAdapter {
 #[async_trait]
 impl Adapter for LazyAdapter {
     fn retry_policy(&self, _provider: &str) -> Option<RetryPolicy> {
-        self.config.retry_policy.clone()
+        self.config.retry_policy()
     }
 
     fn list_models(&self, _provider: &str) -> Vec<ModelInfo> {
@@ -96,7 +137,7 @@ mod tests {
     #[tokio::test]
     async fn metadata_needs_no_client_and_a_bad_url_fails_the_build() {
         let config = OpenAiAdapterConfig::deepseek("not a url", ApiKeySource::NotRequired);
-        let lazy = LazyAdapter::spawn(config);
+        let lazy = LazyAdapter::spawn(ProviderConfig::OpenAi(config));
         assert!(!lazy.list_models("deepseek").is_empty());
         assert!(lazy.retry_policy("deepseek").is_some());
         let failure = lazy.ready().await.unwrap_err();

@@ -11,6 +11,7 @@ mod chat;
 mod cli;
 mod compose;
 mod config;
+mod hooks;
 mod instructions;
 mod lazy_adapter;
 mod logging;
@@ -27,7 +28,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, ConfigCommand, McpCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
@@ -50,6 +51,18 @@ fn main() {
             Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e),
         },
+        Some(Command::Hooks(HooksCommand::List)) => {
+            match Settings::load(&overrides).and_then(|settings| {
+                let cwd = match &cli.global.cwd {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir().context("cannot read the current directory")?,
+                };
+                hooks::list(&settings, &cwd)
+            }) {
+                Ok(text) => print_out(&text),
+                Err(e) => fail(&e),
+            }
+        }
         Some(Command::Acp(args)) => match Settings::load(&overrides) {
             Ok(settings) => acp::main(settings, args.auto_approve),
             Err(e) => fail(&e),

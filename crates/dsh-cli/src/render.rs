@@ -103,6 +103,12 @@ impl Renderer {
                     self.line(&mut out, &format!("[turn {} {text}]", t.turn));
                 }
             },
+            EventKind::Other { type_name, data }
+                if self.mode == Mode::Transcript && type_name == dsh_hooks::runner::HOOK_RESULT =>
+            {
+                let line = crate::hooks::describe_result(data);
+                self.line(&mut out, &line);
+            }
             _ => {}
         }
         out

@@ -32,7 +32,7 @@ const CONTEXT_WORDING: &[&str] = &[
 
 /// The failure code for an error with HTTP `status` (absent mid-stream) and `text` (message,
 /// type and code of the provider's error, lower-cased by the caller or not).
-pub(crate) fn classify(status: Option<u16>, text: &str) -> FailureCode {
+pub fn classify(status: Option<u16>, text: &str) -> FailureCode {
     let text = text.to_ascii_lowercase();
     if QUOTA_WORDING.iter().any(|w| text.contains(w)) {
         return FailureCode::Quota;
@@ -114,7 +114,7 @@ const MAX_MESSAGE_CHARS: usize = 1000;
 /// user's terminal: an HTML page (a proxy's or load balancer's error page) is reduced to its
 /// title, else its text; control characters (terminal escapes included) become spaces;
 /// whitespace runs collapse; the result is cut at [`MAX_MESSAGE_CHARS`].
-pub(crate) fn readable(text: &str) -> String {
+pub fn readable(text: &str) -> String {
     let trimmed = text.trim_start();
     let html;
     // Markup with closing tags; a message like `<nil>` stays as it is.
@@ -182,7 +182,7 @@ fn html_text(page: &str) -> String {
 }
 
 /// `Retry-After` in milliseconds: delta-seconds or an HTTP date, positive only.
-pub(crate) fn retry_after_ms(headers: &HeaderMap, now: SystemTime) -> Option<u64> {
+pub fn retry_after_ms(headers: &HeaderMap, now: SystemTime) -> Option<u64> {
     let value = headers.get("retry-after")?.to_str().ok()?.trim();
     let delay = match value.parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs.min(1e9)),

@@ -22,5 +22,8 @@ mod wire;
 
 pub use adapter::OpenAiAdapter;
 pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
+/// Error classification shared with the other HTTP adapters (Anthropic), so every provider's
+/// failures get the same codes and the same cleaned-up messages.
+pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
 pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

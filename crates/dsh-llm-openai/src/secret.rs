@@ -51,7 +51,7 @@ impl ApiKeySource {
     }
 
     /// Resolves the key for one request: `Ok(None)` when none is needed.
-    pub(crate) fn resolve(&self) -> Result<Option<Secret>, LlmFailure> {
+    pub fn resolve(&self) -> Result<Option<Secret>, LlmFailure> {
         let (raw, source, env) = match self {
             Self::NotRequired => return Ok(None),
             Self::Missing { env } => return Err(missing(env)),

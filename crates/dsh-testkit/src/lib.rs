@@ -41,6 +41,7 @@
 //! # drop(hold);
 //! ```
 
+pub mod anthropic;
 mod gate;
 mod mock_response;
 mod mock_server;

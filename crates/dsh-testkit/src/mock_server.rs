@@ -66,7 +66,8 @@ struct Shared {
 
 /// A scripted OpenAI-compatible chat-completions server on `127.0.0.1`.
 ///
-/// `POST …/chat/completions` under any path prefix is answered with the next queued
+/// `POST …/chat/completions` (or Anthropic's `…/v1/messages`) under any path prefix is
+/// answered with the next queued
 /// [`MockResponse`]; anything else is a 404. Every request is recorded, and every request's
 /// history is checked for provider validity (each assistant `tool_calls[i].id` answered by
 /// exactly one later `role: tool` message): a violation is recorded and answered `400`
@@ -281,7 +282,8 @@ impl Shared {
             requests.len()
         };
         self.received.send_replace(number);
-        if request.method != "POST" || !route.ends_with("/chat/completions") {
+        let known = route.ends_with("/chat/completions") || route.ends_with("/v1/messages");
+        if request.method != "POST" || !known {
             return fixed_error(
                 404,
                 &format!(

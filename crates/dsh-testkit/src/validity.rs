@@ -32,14 +32,36 @@ pub fn check_messages(messages: &[Arc<Message>]) -> Vec<String> {
     check(calls.collect(), results.collect())
 }
 
-/// The same check on an OpenAI chat-completions `messages` array: every assistant
-/// `tool_calls[i].id` is answered by exactly one later `{role: tool, tool_call_id}` message,
-/// and every tool message answers an earlier call.
+/// The same check on a wire `messages` array: every assistant `tool_calls[i].id` (OpenAI) or
+/// `tool_use` block (Anthropic) is answered by exactly one later `{role: tool, tool_call_id}`
+/// message or `tool_result` block, and every result answers an earlier call.
 pub fn check_wire_messages(messages: &[Value]) -> Vec<String> {
     let mut calls = Vec::new();
     let mut results = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         match m.get("role").and_then(Value::as_str) {
+            // Anthropic Messages: `tool_use` blocks in assistant turns, `tool_result` blocks
+            // in user turns.
+            Some(role @ ("assistant" | "user"))
+                if m.get("content").is_some_and(Value::is_array) =>
+            {
+                for block in m["content"].as_array().into_iter().flatten() {
+                    match (role, block.get("type").and_then(Value::as_str)) {
+                        ("assistant", Some("tool_use")) => {
+                            let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                            calls.push((i, id.to_owned()));
+                        }
+                        ("user", Some("tool_result")) => {
+                            let id = block
+                                .get("tool_use_id")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default();
+                            results.push((i, id.to_owned()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
             Some("assistant") => {
                 for call in m
                     .get("tool_calls")

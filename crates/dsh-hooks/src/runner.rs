@@ -1,0 +1,201 @@
+//! Running the hooks of one event: through the session's shell executor (scrubbed environment,
+//! the session's working directory and sandbox, process-group kill, a timeout), one after
+//! another in configuration order, each run logged in the session.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dsh_kernel::Context;
+use dsh_session::{Persistence, Session, SessionLocation};
+use dsh_shell::{ShellExecRequest, ShellExecutor};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HookCommand, HookEvent, HookSet};
+use crate::outcome::{HookExit, HookOutcome, decode};
+
+/// Event type of the log entry written before a hook runs.
+pub const HOOK_INVOKED: &str = "hook/invoked";
+/// Event type of the log entry written when a hook finished.
+pub const HOOK_RESULT: &str = "hook/result";
+
+/// Where one event happens: the session it belongs to and how to reach its services.
+#[derive(Clone)]
+pub struct HookSite {
+    /// The subject agent's session (hooks are logged here).
+    pub session: Arc<Session>,
+    /// A context that reaches the shell executor and persistence (the agent's own).
+    pub ctx: Context,
+    /// The session's working directory (the hook's cwd and `cwd` input field).
+    pub cwd: PathBuf,
+    /// Stops the hooks when the turn is cancelled.
+    pub cancel: Option<CancellationToken>,
+}
+
+/// Runs every hook of `event` whose matcher accepts `subject`, in order, and merges their
+/// verdicts most-restrictively. `fields` are the event's own input fields, added to the common
+/// ones (`session_id`, `transcript_path`, `cwd`, `hook_event_name`).
+pub async fn run_event(
+    set: &HookSet,
+    event: HookEvent,
+    subject: Option<&str>,
+    fields: Map<String, Value>,
+    site: &HookSite,
+) -> HookOutcome {
+    let hooks: Vec<&HookCommand> = set.matching(event, subject).collect();
+    let mut merged = HookOutcome::default();
+    if hooks.is_empty() {
+        return merged;
+    }
+    let Some(executor) = site.ctx.get::<dyn ShellExecutor>() else {
+        merged.errors.push(format!(
+            "{} hooks cannot run: no shell executor is available",
+            event.name()
+        ));
+        report(event, &merged);
+        return merged;
+    };
+    let mut input = Map::new();
+    input.insert("session_id".into(), json!(site.session.id().as_str()));
+    input.insert(
+        "transcript_path".into(),
+        json!(transcript_path(site).await.map(|p| p.display().to_string())),
+    );
+    input.insert("cwd".into(), json!(site.cwd.display().to_string()));
+    input.insert("hook_event_name".into(), json!(event.name()));
+    input.extend(fields);
+    let input = Value::Object(input);
+    for hook in hooks {
+        if site.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            break;
+        }
+        let outcome = run_one(executor.as_ref(), hook, &input, site).await;
+        merged.merge(outcome);
+    }
+    report(event, &merged);
+    merged
+}
+
+/// Non-blocking errors and `systemMessage`s go to the person (stderr through tracing).
+fn report(event: HookEvent, outcome: &HookOutcome) {
+    for error in &outcome.errors {
+        tracing::warn!("{} hook: {error}", event.name());
+    }
+    for message in &outcome.messages {
+        tracing::warn!("{} hook says: {message}", event.name());
+    }
+}
+
+async fn transcript_path(site: &HookSite) -> Option<PathBuf> {
+    let persistence = site.ctx.get::<dyn Persistence>()?;
+    match persistence.locate(site.session.id()).await {
+        Ok(SessionLocation::File(path)) => Some(path),
+        _ => None,
+    }
+}
+
+async fn run_one(
+    executor: &dyn ShellExecutor,
+    hook: &HookCommand,
+    input: &Value,
+    site: &HookSite,
+) -> HookOutcome {
+    let event = hook.event;
+    log(
+        &site.session,
+        HOOK_INVOKED,
+        json!({
+            "event": event.name(),
+            "command": hook.command,
+            "source": hook.source.display().to_string(),
+        }),
+    );
+    let started = Instant::now();
+    let exit = execute(executor, hook, input, site).await;
+    let outcome = match &exit {
+        Ok(exit) => decode(event, &hook.command, exit),
+        Err(message) => HookOutcome {
+            errors: vec![format!("hook `{}` could not run: {message}", hook.command)],
+            ..HookOutcome::default()
+        },
+    };
+    let (code, timed_out, aborted) = match &exit {
+        Ok(e) => (e.code, e.timed_out, e.aborted),
+        Err(_) => (None, false, false),
+    };
+    log(
+        &site.session,
+        HOOK_RESULT,
+        json!({
+            "event": event.name(),
+            "command": hook.command,
+            "exitCode": code,
+            "timedOut": timed_out,
+            "aborted": aborted,
+            "durationMs": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "outcome": outcome,
+        }),
+    );
+    outcome
+}
+
+/// Runs the command with the event JSON on its standard input. The executor has no stdin
+/// channel, so the input goes through a private temporary file that the script's first line
+/// redirects onto fd 0 (the file is removed when the run ends).
+async fn execute(
+    executor: &dyn ShellExecutor,
+    hook: &HookCommand,
+    input: &Value,
+    site: &HookSite,
+) -> Result<HookExit, String> {
+    let mut file = tempfile::Builder::new()
+        .prefix("dsh-hook-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| format!("cannot write its input: {e}"))?;
+    serde_json::to_writer(&mut file, input).map_err(|e| format!("cannot write its input: {e}"))?;
+    file.flush()
+        .map_err(|e| format!("cannot write its input: {e}"))?;
+    let input_path = file.path().display().to_string();
+    let project = site.cwd.display().to_string();
+    let request = ShellExecRequest {
+        command: format!("exec 0<\"$DSH_HOOK_INPUT\"\n{}", hook.command),
+        workdir: Some(site.cwd.clone()),
+        timeout: Some(hook.timeout),
+        env: vec![
+            ("DSH_HOOK_INPUT".into(), input_path),
+            ("DSH_PROJECT_DIR".into(), project.clone()),
+            ("CLAUDE_PROJECT_DIR".into(), project),
+            (
+                "DSH_SESSION_ID".into(),
+                site.session.id().as_str().to_owned(),
+            ),
+        ],
+        owner: None,
+        cancel: site.cancel.clone(),
+    };
+    let spec = executor.resolve(request).map_err(|e| e.to_string())?;
+    let result = executor.run(spec).await.map_err(|e| e.to_string())?;
+    drop(file);
+    Ok(HookExit {
+        code: result.exit_code,
+        timed_out: result.timed_out,
+        aborted: result.aborted,
+        stdout: result.stdout.text,
+        stderr: result.stderr.text,
+    })
+}
+
+/// Hook runs are logged only inside an open turn (where the log relates them to the work they
+/// judged); runs outside a turn (idle notifications) are traced instead.
+fn log(session: &Session, kind: &str, data: Value) {
+    if session.open_turn().is_none() {
+        tracing::debug!(kind, %data, "hook run outside a turn");
+        return;
+    }
+    if let Err(e) = session.append_plugin(kind, &data) {
+        tracing::warn!("cannot log {kind}: {e}");
+    }
+}

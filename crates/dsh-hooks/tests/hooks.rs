@@ -1,0 +1,396 @@
+//! Hooks through the real loop: scripted model, real `bash` tool, real hook scripts run by the
+//! local shell executor.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_agent::{AgentOptions, AgentRef, CreateAgentOptions};
+use dsh_agent_loop::{Core, CoreConfig, mount_core};
+use dsh_hooks::{HookSet, HookSource, HooksOptions, HooksPlugin, config::parse_file};
+use dsh_kernel::Context;
+use dsh_session::{
+    EventKind, Message, SessionCreated, SessionMeta, TurnEndReason, check_balanced,
+    relational_validator,
+};
+use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
+use dsh_testkit::{Script, ScriptedAdapter};
+use dsh_tools_builtin::BuiltinToolsPlugin;
+use serde_json::Value;
+
+/// Every wait in these tests is bounded, so a regression fails instead of hanging.
+const BOUND: Duration = Duration::from_secs(30);
+
+struct H {
+    _ctx: Context,
+    core: Core,
+    model: Arc<ScriptedAdapter>,
+    dir: tempfile::TempDir,
+}
+
+/// A harness whose hooks are `hooks_json` (a Claude Code hooks file) with `$DIR` replaced by
+/// the workspace directory.
+async fn harness(hooks_json: &str, scripts: Vec<Script>) -> H {
+    let dir = tempfile::tempdir().unwrap();
+    let json = hooks_json.replace("$DIR", &dir.path().display().to_string());
+    let set = HookSet::new(parse_file(&dir.path().join("hooks.json"), &json).unwrap());
+    harness_with(HookSource::Fixed(Arc::new(set)), dir, scripts).await
+}
+
+/// A harness with hooks from `source`, working in `dir`.
+async fn harness_with(source: HookSource, dir: tempfile::TempDir, scripts: Vec<Script>) -> H {
+    let ctx = Context::new();
+    let executor: Arc<dyn ShellExecutor> =
+        Arc::new(LocalShellExecutor::new(ShellConfig::default()).unwrap());
+    ctx.provide::<dyn ShellExecutor>(executor).unwrap();
+    let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
+    let model = Arc::new(ScriptedAdapter::with_scripts(scripts));
+    std::mem::forget(model.register(&core.llm).unwrap());
+    let _ = ctx
+        .on::<SessionCreated>(|s| {
+            s.add_validator(relational_validator());
+        })
+        .unwrap();
+    std::mem::forget(ctx.plugin(BuiltinToolsPlugin).await.unwrap());
+    std::mem::forget(
+        ctx.plugin(HooksPlugin::new(HooksOptions {
+            source,
+            idle_notifications: false,
+        }))
+        .await
+        .unwrap(),
+    );
+    H {
+        _ctx: ctx,
+        core,
+        model,
+        dir,
+    }
+}
+
+impl H {
+    async fn agent(&self) -> AgentRef {
+        let handle = self
+            .core
+            .registry
+            .create(
+                &self._ctx,
+                CreateAgentOptions {
+                    meta: SessionMeta {
+                        cwd: Some(self.dir.path().to_path_buf()),
+                        ..SessionMeta::default()
+                    },
+                    agent_options: AgentOptions::route(ScriptedAdapter::ROUTE, "scripted"),
+                    ..CreateAgentOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        let agent = handle.agent().clone();
+        // The tests never tear agents down; the handle must not dispose on drop either.
+        std::mem::forget(handle);
+        agent
+    }
+
+    /// Sends `prompt` and waits (bounded) for the agent to settle.
+    async fn run(&self, agent: &AgentRef, prompt: &str) {
+        agent.followup(Message::user_text(prompt)).unwrap();
+        tokio::time::timeout(BOUND, agent.when_idle())
+            .await
+            .expect("the agent settles");
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn last_turn_end(agent: &AgentRef) -> TurnEndReason {
+    agent
+        .session()
+        .events()
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnEnd(end) => Some(end.reason.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+fn plugin_events(agent: &AgentRef, type_name: &str) -> Vec<Value> {
+    agent
+        .session()
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Other { type_name: t, data } if t == type_name => Some(data.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assert_healthy(h: &H, agent: &AgentRef) {
+    assert!(
+        h.model.violations().is_empty(),
+        "{:?}",
+        h.model.violations()
+    );
+    agent.session().with_events(check_balanced).unwrap();
+}
+
+#[tokio::test]
+async fn pre_tool_use_exit_two_blocks_bash_and_its_stderr_reaches_the_model() {
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"echo 'no rm -rf here' >&2; exit 2"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"touch ran","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert!(!h.path("ran").exists(), "the blocked command never ran");
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("no rm -rf here"), "{seen}");
+    assert_eq!(plugin_events(&agent, "hook/invoked").len(), 1);
+    let result = &plugin_events(&agent, "hook/result")[0];
+    assert_eq!(result["exitCode"], 2);
+    assert_eq!(result["outcome"]["decision"], "block");
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn permission_decision_deny_refuses_the_call_with_its_reason() {
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command",
+            "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"force push is not allowed\"}}'"}]}]}}"#,
+        vec![
+            Script::tool_call("c1", "bash", r#"{"command":"touch ran","description":"test"}"#),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert!(!h.path("ran").exists());
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("force push is not allowed"), "{seen}");
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn matcher_limits_hooks_to_their_tools() {
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Write|Edit","hooks":[{"type":"command",
+            "command":"exit 2"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"touch ran","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert!(h.path("ran").exists(), "bash is not matched by Write|Edit");
+    assert!(plugin_events(&agent, "hook/invoked").is_empty());
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn post_tool_use_receives_the_calls_input_and_output() {
+    let h = harness(
+        r#"{"hooks":{"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"cat > $DIR/post.json"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"echo hello-from-bash","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.path("post.json")).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PostToolUse");
+    assert_eq!(input["tool_name"], "Bash");
+    assert_eq!(input["dsh_tool_name"], "bash");
+    assert_eq!(input["tool_input"]["command"], "echo hello-from-bash");
+    assert!(
+        input["tool_response"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("hello-from-bash"),
+        "{input}"
+    );
+    assert_eq!(input["session_id"], agent.id().as_str());
+    assert_eq!(input["cwd"], h.dir.path().display().to_string());
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn post_tool_use_block_turns_the_result_into_feedback() {
+    let h = harness(
+        r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command",
+            "command":"echo '{\"decision\":\"block\",\"reason\":\"run the formatter\"}'"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"echo done","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("run the formatter"), "{seen}");
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn stop_hook_forces_one_more_step_then_lets_the_turn_end() {
+    let h = harness(
+        r#"{"hooks":{"Stop":[{"hooks":[{"type":"command",
+            "command":"if grep -q '\"stop_hook_active\":true'; then exit 0; fi; echo 'tests are not run yet' >&2; exit 2"}]}]}}"#,
+        vec![Script::text("first answer"), Script::text("second answer")],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert_eq!(h.model.requests().len(), 2, "exactly one forced step");
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("tests are not run yet"), "{seen}");
+    assert_eq!(last_turn_end(&agent), TurnEndReason::Completed);
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn a_stop_hook_that_always_blocks_is_bounded() {
+    let scripts = (0..6)
+        .map(|i| Script::text(&format!("answer {i}")))
+        .collect();
+    let h = harness(
+        r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo more >&2; exit 2"}]}]}}"#,
+        scripts,
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert_eq!(
+        h.model.requests().len(),
+        1 + dsh_hooks::MAX_FORCED_CONTINUATIONS as usize
+    );
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_goes_on() {
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"sleep 600","timeout":0.3}]}]}}"#,
+        vec![
+            Script::tool_call("c1", "bash", r#"{"command":"touch ran","description":"test"}"#),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert!(h.path("ran").exists(), "a timed-out hook does not block");
+    let result = &plugin_events(&agent, "hook/result")[0];
+    assert_eq!(result["timedOut"], true);
+    assert_eq!(last_turn_end(&agent), TurnEndReason::Completed);
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn user_prompt_submit_block_refuses_the_prompt_before_any_request() {
+    let h = harness(
+        r#"{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command",
+            "command":"grep -q secret && { echo 'no secrets in prompts' >&2; exit 2; }; exit 0"}]}]}}"#,
+        vec![Script::text("ok")],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "here is my secret").await;
+    assert!(
+        h.model.requests().is_empty(),
+        "the prompt never reached the model"
+    );
+    assert_eq!(last_turn_end(&agent), TurnEndReason::Blocked);
+    agent.session().with_events(check_balanced).unwrap();
+}
+
+#[tokio::test]
+async fn prompt_and_session_start_context_join_the_request() {
+    let h = harness(
+        r#"{"hooks":{
+            "SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"echo 'branch: feature-x'"}]}],
+            "UserPromptSubmit":[{"hooks":[{"type":"command",
+              "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"ticket ABC-1\"}}'"}]}]}}"#,
+        vec![Script::text("ok"), Script::text("ok again")],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "hello").await;
+    let seen = h.model.request_texts(0).join("\n");
+    assert!(seen.contains("branch: feature-x"), "{seen}");
+    assert!(seen.contains("ticket ABC-1"), "{seen}");
+    h.run(&agent, "again").await;
+    let second = h.model.request_texts(1).join("\n");
+    assert_eq!(
+        second.matches("branch: feature-x").count(),
+        1,
+        "SessionStart runs once: {second}"
+    );
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn broken_hooks_file_refuses_tool_calls_instead_of_skipping_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".dsh")).unwrap();
+    std::fs::write(dir.path().join(".dsh/hooks.json"), "{ not json").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let source = HookSource::Files {
+        dsh_home: home.path().to_path_buf(),
+        claude_code: false,
+    };
+    let h = harness_with(
+        source,
+        dir,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"touch ran","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    assert!(!h.path("ran").exists());
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("hooks cannot be read"), "{seen}");
+    assert_healthy(&h, &agent);
+}

@@ -132,7 +132,47 @@ pub(crate) fn with_servers(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    fn parse(servers: serde_json::Value) -> Result<Vec<ServerConfig>, Error> {
+        configs(&serde_json::from_value::<Vec<McpServer>>(servers).unwrap())
+    }
+
+    #[test]
+    fn stdio_and_http_servers_become_configs_and_sse_is_refused() {
+        let configs = parse(serde_json::json!([
+            {"name": "local", "command": "/bin/srv", "args": ["-v"],
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "remote", "url": "https://h/mcp",
+             "headers": [{"name": "X-A", "value": "b"}]}
+        ]))
+        .unwrap();
+        let Transport::Stdio {
+            command, args, env, ..
+        } = &configs[0].transport
+        else {
+            panic!("{configs:?}")
+        };
+        assert_eq!(
+            (command.as_str(), args.as_slice()),
+            ("/bin/srv", ["-v".to_owned()].as_slice())
+        );
+        assert_eq!(env.get("TOKEN").map(String::as_str), Some("t"));
+        let Transport::Http {
+            url, http_headers, ..
+        } = &configs[1].transport
+        else {
+            panic!("{configs:?}")
+        };
+        assert_eq!(url, "https://h/mcp");
+        assert_eq!(http_headers.get("X-A").map(String::as_str), Some("b"));
+        let sse = parse(serde_json::json!([
+            {"type": "sse", "name": "old", "url": "https://h/sse", "headers": []}
+        ]));
+        assert!(sse.unwrap_err().to_string().contains("SSE"));
+    }
 
     #[test]
     fn editor_names_become_usable_and_unique() {

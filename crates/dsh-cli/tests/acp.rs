@@ -277,7 +277,8 @@ fn sigint_runs_the_bridge_teardown_answers_the_held_prompt_cancelled_and_exits_1
 }
 
 #[test]
-fn acp_session_new_starts_the_editors_mcp_servers_and_asks_before_their_tools_run() {
+fn acp_session_new_starts_the_editors_mcp_servers_asks_before_their_tools_run_and_reports_a_broken_one()
+ {
     let w = World::new();
     w.server
         .push(MockResponse::tool_call(
@@ -299,7 +300,8 @@ fn acp_session_new_starts_the_editors_mcp_servers_and_asks_before_their_tools_ru
     let created = acp.call(
         "session/new",
         json!({"cwd": cwd, "mcpServers": [
-            {"name": "editor tools", "command": server, "args": [], "env": []}
+            {"name": "editor tools", "command": server, "args": [], "env": []},
+            {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []}
         ]}),
     );
     let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
@@ -322,6 +324,17 @@ fn acp_session_new_starts_the_editors_mcp_servers_and_asks_before_their_tools_ru
     let requests = w.server.requests();
     let result = serde_json::to_string(requests[1].messages()).unwrap();
     assert!(result.contains("via the editor's server"), "{result}");
+    // The broken server was reported in the session, and the session went on without it.
+    let said: String = acp
+        .seen
+        .iter()
+        .filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|f| f["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(
+        said.contains("MCP server `broken`: cannot start `/nonexistent/mcp-server`"),
+        "{said}"
+    );
     let (status, _) = acp.hang_up();
     assert!(status.success());
 }

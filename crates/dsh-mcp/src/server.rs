@@ -306,7 +306,15 @@ async fn refresh_on_change(server: std::sync::Weak<McpServer>) {
         let Some(server) = server.upgrade() else {
             return;
         };
-        match server.peer.list_all_tools().await {
+        // Bounded like a start: a server that never answers keeps its old list, and the step
+        // boundaries waiting for this listing go on.
+        let listing =
+            tokio::time::timeout(server.config.startup_timeout, server.peer.list_all_tools());
+        match listing
+            .await
+            .map_err(|_| "timed out".to_owned())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
             Ok(listed) => {
                 let offered = offer(&server.config, &listed);
                 *server.tools.lock() = (generation, Arc::new(offered));

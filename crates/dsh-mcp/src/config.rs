@@ -16,8 +16,9 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// default): a hanging server must not hang the turn.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How a server is reached.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How a server is reached. Its `Debug` form names variables and headers but never shows their
+/// values: they are where credentials live.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A local program speaking MCP on its stdin and stdout.
     Stdio {
@@ -42,6 +43,37 @@ pub enum Transport {
         /// Extra headers sent with every request.
         http_headers: BTreeMap<String, String>,
     },
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                env_vars,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("env_vars", env_vars)
+                .field("cwd", cwd)
+                .finish(),
+            Transport::Http {
+                url,
+                bearer_token_env_var,
+                http_headers,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("bearer_token_env_var", bearer_token_env_var)
+                .field("http_headers", &http_headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 /// Whether a call of one of the server's tools waits for a person.
@@ -179,5 +211,28 @@ impl ServerConfig {
             }
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_env_or_header_values() {
+        let mut stdio = ServerConfig::stdio("s", "srv", Vec::new());
+        if let Transport::Stdio { env, .. } = &mut stdio.transport {
+            env.insert("GITHUB_TOKEN".to_owned(), "ghp_secret".to_owned());
+        }
+        let mut http = ServerConfig::http("h", "https://h/mcp");
+        if let Transport::Http { http_headers, .. } = &mut http.transport {
+            http_headers.insert("X-Api-Key".to_owned(), "k_secret".to_owned());
+        }
+        let shown = format!("{stdio:?} {http:?}");
+        assert!(
+            shown.contains("GITHUB_TOKEN") && shown.contains("X-Api-Key"),
+            "{shown}"
+        );
+        assert!(!shown.contains("secret"), "{shown}");
     }
 }

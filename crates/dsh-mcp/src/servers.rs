@@ -169,12 +169,12 @@ impl McpServers {
             ever: Mutex::new(BTreeSet::new()),
             ctx: ctx.clone(),
         });
-        let weak = Arc::downgrade(&set);
-        let _ = ctx.scope().defer_async(move || async move {
-            if let Some(set) = weak.upgrade() {
-                set.shutdown().await;
-            }
-        })?;
+        // The scope owns the set (a caller may drop the returned handle): it lives, serves step
+        // boundaries and list changes, until the scope is disposed, which stops it.
+        let owned = set.clone();
+        let _ = ctx
+            .scope()
+            .defer_async(move || async move { owned.shutdown().await })?;
         set.listen(ctx, options.ask)?;
         let options = Arc::new(options);
         let mut starts = Vec::new();

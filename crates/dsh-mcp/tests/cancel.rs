@@ -72,3 +72,29 @@ async fn stopping_the_servers_leaves_no_process_of_their_groups() {
     until_gone(server).await;
     until_gone(child).await;
 }
+
+#[tokio::test]
+async fn a_set_lives_as_long_as_its_scope_and_stops_with_it() {
+    let dir = scratch();
+    let log = log_path(dir.path());
+    let w = world().await;
+    let session = w.ctx.child("session").unwrap();
+    let set = dsh_mcp::McpServers::start(
+        &session,
+        vec![test_server("t", &["--log", log.to_str().unwrap()])],
+        dsh_mcp::McpOptions::new(std::env::temp_dir()),
+    )
+    .unwrap();
+    set.settled().await;
+    let weak = std::sync::Arc::downgrade(&set);
+    drop(set);
+    let set = weak.upgrade().expect("the scope keeps the set alive");
+    assert_eq!(set.statuses()[0].state, dsh_mcp::ServerState::Ready);
+    drop(set);
+    let server = logged_pid(&log, "started").await;
+    tokio::time::timeout(PATIENCE, session.scope().dispose())
+        .await
+        .unwrap();
+    until_gone(server).await;
+    assert!(weak.upgrade().is_none(), "disposal released the set");
+}

@@ -212,6 +212,12 @@ fn adapter_config(p: &ProviderSettings) -> ProviderConfig {
             OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone()),
             p,
         )),
+        ProviderKind::OpenaiResponses => {
+            let mut config =
+                OpenAiAdapterConfig::openai_compatible(base, key).with_route(p.name.clone());
+            config.models = dsh_llm_openai::openai_models();
+            ProviderConfig::Responses(configured_models(config, p))
+        }
         ProviderKind::Anthropic => {
             let mut config = AnthropicConfig::new(base, key).with_route(p.name.clone());
             config.models = listed_models(std::mem::take(&mut config.models), p);

@@ -78,6 +78,8 @@ pub enum ProviderKind {
     OpenaiCompatible,
     /// Anthropic's Messages API (Claude; DeepSeek's Anthropic-compatible endpoint).
     Anthropic,
+    /// OpenAI's Responses API (reasoning carried across the steps of a tool loop).
+    OpenaiResponses,
 }
 
 impl ProviderKind {
@@ -86,6 +88,7 @@ impl ProviderKind {
             Self::Deepseek => "deepseek",
             Self::OpenaiCompatible => "openai-compatible",
             Self::Anthropic => "anthropic",
+            Self::OpenaiResponses => "openai-responses",
         }
     }
 }

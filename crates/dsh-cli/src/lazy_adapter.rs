@@ -14,7 +14,7 @@ use dsh_llm::LlmError;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{Adapter, ChunkStream, FailureCode, GenerateOptions, LlmFailure, ModelInfo};
 use dsh_llm_anthropic::{AnthropicAdapter, AnthropicConfig};
-use dsh_llm_openai::{OpenAiAdapter, OpenAiAdapterConfig};
+use dsh_llm_openai::{OpenAiAdapter, OpenAiAdapterConfig, ResponsesAdapter};
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -28,26 +28,28 @@ pub enum ProviderConfig {
     OpenAi(OpenAiAdapterConfig),
     /// Anthropic Messages.
     Anthropic(AnthropicConfig),
+    /// OpenAI Responses (same settings as chat completions, another wire format).
+    Responses(OpenAiAdapterConfig),
 }
 
 impl ProviderConfig {
     fn retry_policy(&self) -> Option<RetryPolicy> {
         match self {
-            Self::OpenAi(c) => c.retry_policy.clone(),
+            Self::OpenAi(c) | Self::Responses(c) => c.retry_policy.clone(),
             Self::Anthropic(c) => c.retry_policy.clone(),
         }
     }
 
     fn model_infos(&self) -> Vec<ModelInfo> {
         match self {
-            Self::OpenAi(c) => c.model_infos(),
+            Self::OpenAi(c) | Self::Responses(c) => c.model_infos(),
             Self::Anthropic(c) => c.models.clone(),
         }
     }
 
     fn model_info(&self, model: &str) -> ModelInfo {
         match self {
-            Self::OpenAi(c) => c.model_info(model),
+            Self::OpenAi(c) | Self::Responses(c) => c.model_info(model),
             Self::Anthropic(c) => c.model_info(model),
         }
     }
@@ -56,6 +58,7 @@ impl ProviderConfig {
         Ok(match self {
             Self::OpenAi(c) => Arc::new(OpenAiAdapter::new(c)?),
             Self::Anthropic(c) => Arc::new(AnthropicAdapter::new(c)?),
+            Self::Responses(c) => Arc::new(ResponsesAdapter::new(c)?),
         })
     }
 }

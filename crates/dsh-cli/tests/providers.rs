@@ -134,3 +134,47 @@ fn a_session_switching_provider_between_turns_stays_valid_for_each() {
         "{back}"
     );
 }
+
+#[test]
+fn an_openai_responses_provider_runs_a_multi_step_bash_loop() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!(
+            "[providers.oai]\nkind = \"openai-responses\"\nbase_url = \"{}\"\n\
+             api_key_env = \"OAI_TEST_KEY\"\nmodels = [\"o4-mini\"]\n",
+            w.server.url()
+        ),
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::responses_calls([(
+            "call_1",
+            "bash",
+            bash("echo one").as_str(),
+        )]))
+        .push(MockResponse::responses_calls([(
+            "call_2",
+            "bash",
+            bash("echo two").as_str(),
+        )]))
+        .push(MockResponse::responses_text("All done."));
+    let out = w
+        .dsh(&["run", "--provider", "oai", "print two words"])
+        .env("OAI_TEST_KEY", "sk-oai-e2e")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "All done.\n");
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        w.server.violations().is_empty(),
+        "{:?}",
+        w.server.violations()
+    );
+    assert!(requests[0].path.ends_with("/responses"));
+    assert_eq!(requests[0].body["store"], false);
+    let last = serde_json::to_string(&requests[2].body["input"]).unwrap();
+    assert!(last.contains("one") && last.contains("two"), "{last}");
+}

@@ -2,20 +2,16 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
-    LlmFailure, ModelInfo, StreamChunk, USER_AGENT,
+    LlmFailure, ModelInfo, StreamChunk,
 };
-use dsh_llm_openai::Secret;
-use dsh_llm_openai::sse::{SseEvent, SseParser};
+use dsh_llm_openai::driver::{SseRequest, WireTranslator, endpoint_url, http_client, stream_sse};
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig};
@@ -56,39 +52,13 @@ impl AnthropicAdapter {
     /// never appear).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
         let base = config.base_url.trim().trim_end_matches('/');
-        let invalid = |why: String| {
-            LlmError::new(
-                FailureCode::InvalidRequest,
-                format!("the base URL of route `{}` {why}", config.route),
-            )
-        };
-        let url = reqwest::Url::parse(base).map_err(|e| invalid(format!("is invalid: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid("must be an http(s) URL".into()));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(invalid(
-                "must not carry credentials; configure the API key instead".into(),
-            ));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(invalid("must not have a query or a fragment".into()));
-        }
-        let endpoint = if base.ends_with("/v1") {
-            format!("{base}/messages")
+        let path = if base.ends_with("/v1") {
+            "/messages"
         } else {
-            format!("{base}/v1/messages")
+            "/v1/messages"
         };
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| {
-                LlmError::new(
-                    FailureCode::Transport,
-                    format!("the HTTP client could not be built: {e}"),
-                )
-            })?;
+        let endpoint = endpoint_url(&config.route, base, path)?;
+        let client = http_client()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -134,66 +104,38 @@ impl Adapter for AnthropicAdapter {
     }
 
     fn stream(&self, options: GenerateOptions) -> ChunkStream {
-        let start = State::Start(self.inner.clone(), Box::new(options));
-        futures::stream::unfold(start, State::advance).boxed()
-    }
-}
-
-type Item = Result<StreamChunk, LlmFailure>;
-
-enum State {
-    Start(Arc<Inner>, Box<GenerateOptions>),
-    Streaming(Box<Running>),
-    Done,
-}
-
-impl State {
-    async fn advance(self) -> Option<(Item, State)> {
-        match self {
-            State::Done => None,
-            State::Start(inner, options) => match inner.open(*options).await {
-                Ok(running) => running.next_item().await,
-                Err(failure) => Some((Err(failure), State::Done)),
-            },
-            State::Streaming(running) => running.next_item().await,
+        match self.inner.request(&options) {
+            Ok(request) => stream_sse(request, Translator::new()),
+            Err(failure) => futures::stream::iter([Err(failure)]).boxed(),
         }
     }
 }
 
-struct Running {
-    body: BoxStream<'static, reqwest::Result<Bytes>>,
-    parser: SseParser,
-    translator: Translator,
-    events: Vec<SseEvent>,
-    pending: VecDeque<StreamChunk>,
-    failure: Option<LlmFailure>,
-    received: u64,
-    max_received: u64,
-    cancel: CancellationToken,
-    idle: Duration,
-    endpoint: String,
-    key: Option<Secret>,
-}
-
-fn redact(key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
-    if let Some(key) = key.map(Secret::expose).filter(|k| !k.is_empty()) {
-        failure.message = failure.message.replace(key, "***");
+impl WireTranslator for Translator {
+    fn on_event(
+        &mut self,
+        data: &str,
+        out: &mut VecDeque<StreamChunk>,
+    ) -> Result<bool, LlmFailure> {
+        Translator::on_event(self, data, out)?;
+        Ok(self.is_done())
     }
-    failure
+
+    fn ended_early(&self) -> LlmFailure {
+        Translator::ended_early(self)
+    }
 }
 
-fn aborted() -> LlmFailure {
-    LlmFailure::new(FailureCode::Aborted, "the request was cancelled")
+fn classify(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure {
+    failure_from_response(status, headers, body)
 }
-
-/// How much of an error body is read (an error object is a few hundred bytes).
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 impl Inner {
-    async fn open(&self, options: GenerateOptions) -> Result<Box<Running>, LlmFailure> {
+    /// Prepares the request; everything refusable is refused here, before any I/O.
+    fn request(&self, options: &GenerateOptions) -> Result<SseRequest, LlmFailure> {
         let key = self.config.api_key.resolve()?;
         let model = self.config.model_info(&options.config.model);
-        let body = build_body(&self.config, &model, &options)?;
+        let body = build_body(&self.config, &model, options)?;
         let mut request = self
             .client
             .post(&self.endpoint)
@@ -211,155 +153,14 @@ impl Inner {
             value.set_sensitive(true);
             request = request.header("x-api-key", value);
         }
-        let cancel = options.cancel.clone();
-        let idle = self.config.idle_timeout;
-        let response = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(aborted()),
-            sent = tokio::time::timeout(idle, request.send()) => match sent {
-                Err(_) => return Err(LlmFailure::new(
-                    FailureCode::Timeout,
-                    format!("no data from {} for {} s while waiting for the response",
-                        self.endpoint, idle.as_secs_f64()),
-                )),
-                Ok(Err(e)) => {
-                    let failure = LlmFailure::new(
-                        FailureCode::Transport,
-                        format!("could not reach {}: {}", self.endpoint, error_chain(&e)),
-                    );
-                    return Err(redact(key.as_ref(), failure));
-                }
-                Ok(Ok(response)) => response,
-            },
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let mut response = response;
-            let mut body = Vec::new();
-            while body.len() < MAX_ERROR_BODY {
-                let read = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Err(aborted()),
-                    read = tokio::time::timeout(idle, response.chunk()) => read,
-                };
-                let Ok(Ok(Some(bytes))) = read else { break };
-                let room = MAX_ERROR_BODY - body.len();
-                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            }
-            let failure = failure_from_response(status.as_u16(), &headers, &body);
-            return Err(redact(key.as_ref(), failure));
-        }
-        Ok(Box::new(Running {
-            body: response.bytes_stream().boxed(),
-            parser: SseParser::new(),
-            translator: Translator::new(),
-            events: Vec::new(),
-            pending: VecDeque::new(),
-            failure: None,
-            received: 0,
-            max_received: self.config.max_response_bytes,
-            cancel,
-            idle,
+        Ok(SseRequest {
+            request,
             endpoint: self.endpoint.clone(),
             key,
-        }))
-    }
-}
-
-/// `e` and its causes, joined with `: `.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-impl Running {
-    async fn next_item(mut self: Box<Self>) -> Option<(Item, State)> {
-        loop {
-            if let Some(chunk) = self.pending.pop_front() {
-                let next = if matches!(chunk, StreamChunk::Finish { .. }) {
-                    State::Done
-                } else {
-                    State::Streaming(self)
-                };
-                return Some((Ok(chunk), next));
-            }
-            if let Some(failure) = self.failure.take() {
-                return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
-            }
-            let read = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Some((Err(aborted()), State::Done)),
-                read = tokio::time::timeout(self.idle, self.body.next()) => read,
-            };
-            let failure = match read {
-                Err(_) => LlmFailure::new(
-                    FailureCode::Timeout,
-                    format!(
-                        "no data from {} for {} s while streaming",
-                        self.endpoint,
-                        self.idle.as_secs_f64()
-                    ),
-                ),
-                Ok(None) if self.received == 0 => LlmFailure::new(
-                    FailureCode::EmptyResponse,
-                    format!("{} answered with an empty body", self.endpoint),
-                ),
-                Ok(None) => self.translator.ended_early(),
-                Ok(Some(Err(e))) => LlmFailure::new(
-                    FailureCode::Transport,
-                    format!(
-                        "the connection to {} failed mid-stream: {}",
-                        self.endpoint,
-                        error_chain(&e)
-                    ),
-                ),
-                Ok(Some(Ok(bytes))) => {
-                    self.consume(&bytes);
-                    continue;
-                }
-            };
-            return Some((Err(redact(self.key.as_ref(), failure)), State::Done));
-        }
-    }
-
-    fn consume(&mut self, bytes: &[u8]) {
-        self.received = self.received.saturating_add(bytes.len() as u64);
-        if self.received > self.max_received {
-            self.failure = Some(LlmFailure::new(
-                FailureCode::MalformedResponse,
-                format!(
-                    "the response from {} exceeded {} bytes",
-                    self.endpoint, self.max_received
-                ),
-            ));
-            return;
-        }
-        let mut events = std::mem::take(&mut self.events);
-        if let Err(e) = self.parser.feed(bytes, &mut events) {
-            self.failure = Some(LlmFailure::new(
-                FailureCode::MalformedResponse,
-                format!("the event stream from {} is malformed: {e}", self.endpoint),
-            ));
-        }
-        for event in events.drain(..) {
-            if let Err(failure) = self.translator.on_event(&event.data, &mut self.pending) {
-                self.failure = Some(failure);
-                break;
-            }
-            if self.translator.is_done() {
-                break;
-            }
-        }
-        self.events = events;
+            idle: self.config.idle_timeout,
+            max_bytes: self.config.max_response_bytes,
+            cancel: options.cancel.clone(),
+            classify: Box::new(classify),
+        })
     }
 }

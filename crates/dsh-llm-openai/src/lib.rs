@@ -12,8 +12,11 @@
 
 mod adapter;
 mod config;
+pub mod driver;
 mod http_error;
 mod request;
+mod responses;
+mod responses_adapter;
 mod secret;
 pub mod sse;
 mod translate;
@@ -25,5 +28,7 @@ pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
 /// Error classification shared with the other HTTP adapters (Anthropic), so every provider's
 /// failures get the same codes and the same cleaned-up messages.
 pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
+pub use responses::ResponsesTranslator;
+pub use responses_adapter::{ResponsesAdapter, openai_models};
 pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

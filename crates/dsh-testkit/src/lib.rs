@@ -45,6 +45,7 @@ pub mod anthropic;
 mod gate;
 mod mock_response;
 mod mock_server;
+pub mod responses;
 mod script;
 mod scripted;
 pub mod sse;

@@ -66,7 +66,8 @@ struct Shared {
 
 /// A scripted OpenAI-compatible chat-completions server on `127.0.0.1`.
 ///
-/// `POST …/chat/completions` (or Anthropic's `…/v1/messages`) under any path prefix is
+/// `POST …/chat/completions` (or Anthropic's `…/v1/messages`, or OpenAI's `…/responses`)
+/// under any path prefix is
 /// answered with the next queued
 /// [`MockResponse`]; anything else is a 404. Every request is recorded, and every request's
 /// history is checked for provider validity (each assistant `tool_calls[i].id` answered by
@@ -282,7 +283,9 @@ impl Shared {
             requests.len()
         };
         self.received.send_replace(number);
-        let known = route.ends_with("/chat/completions") || route.ends_with("/v1/messages");
+        let known = route.ends_with("/chat/completions")
+            || route.ends_with("/v1/messages")
+            || route.ends_with("/responses");
         if request.method != "POST" || !known {
             return fixed_error(
                 404,
@@ -295,7 +298,10 @@ impl Shared {
         if request.body.is_null() {
             return fixed_error(400, "mock server: the request body is not JSON");
         }
-        let violations = check_wire_messages(request.messages());
+        let mut violations = check_wire_messages(request.messages());
+        if let Some(input) = request.body.get("input").and_then(Value::as_array) {
+            violations.extend(crate::validity::check_response_items(input));
+        }
         if !violations.is_empty() {
             let message = format!(
                 "mock server: request #{number} is not provider-valid: {}",

@@ -86,6 +86,26 @@ pub fn check_wire_messages(messages: &[Value]) -> Vec<String> {
     check(calls, results)
 }
 
+/// The same check on a Responses API `input` array: every `function_call` is answered by
+/// exactly one later `function_call_output` with its `call_id`.
+pub fn check_response_items(items: &[Value]) -> Vec<String> {
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let id = item
+            .get("call_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match item.get("type").and_then(Value::as_str) {
+            Some("function_call") => calls.push((i, id)),
+            Some("function_call_output") => results.push((i, id)),
+            _ => {}
+        }
+    }
+    check(calls, results)
+}
+
 fn check(calls: Vec<(usize, String)>, results: Vec<(usize, String)>) -> Vec<String> {
     let mut violations = Vec::new();
     let mut first_call: HashMap<&str, usize> = HashMap::new();

@@ -223,16 +223,28 @@ impl LoopAgent {
     /// run was cancelled before the turn opened or `turn/start` could not be logged (the input
     /// then stays queued).
     pub(crate) fn begin_turn(&self) -> Option<Opened> {
-        let (cancel, turn) = {
+        let (cancel, last) = {
             let st = self.state.lock();
             match &st.phase {
-                Phase::Running { cancel, turn, .. } => (cancel.clone(), *turn + 1),
+                Phase::Running { cancel, turn, .. } => (cancel.clone(), *turn),
                 Phase::Idle => return None,
             }
         };
         if cancel.is_cancelled() {
             return None;
         }
+        // Checked: wrapping to turn 0 would break every turn relation of the log.
+        let Some(turn) = last.checked_add(1) else {
+            self.report_error(
+                last,
+                0,
+                LlmFailure::new(
+                    dsh_session::FailureCode::Unknown,
+                    format!("the session has no turn after turn {last}"),
+                ),
+            );
+            return None;
+        };
         if let Err(e) = self
             .session
             .append(EventKind::TurnStart(TurnStart { turn }))

@@ -44,8 +44,12 @@ pub(crate) enum Ends {
     Blocked,
 }
 
-/// The failure facts of any error: an LLM failure verbatim, anything else as `UNKNOWN` with
-/// its whole cause chain.
+/// Code of a turn that failed because its session could not be stored (a full disk, an
+/// unwritable directory): the message names the file and the cause.
+pub(crate) const STORAGE: &str = "STORAGE";
+
+/// The failure facts of any error: an LLM failure verbatim, a persistence failure as
+/// [`STORAGE`], anything else as `UNKNOWN`, each with its whole cause chain.
 pub(crate) fn failure_of(e: &(dyn StdError + 'static)) -> LlmFailure {
     if let Some(f) = e.downcast_ref::<LlmFailure>() {
         return f.clone();
@@ -53,9 +57,16 @@ pub(crate) fn failure_of(e: &(dyn StdError + 'static)) -> LlmFailure {
     if let Some(f) = e.downcast_ref::<LlmError>() {
         return f.failure.clone();
     }
+    let mut code = FailureCode::Unknown;
     let mut message = e.to_string();
     let mut source = e.source();
+    if e.is::<dsh_session::PersistenceError>() {
+        code = FailureCode::Other(STORAGE.into());
+    }
     while let Some(s) = source {
+        if s.is::<dsh_session::PersistenceError>() {
+            code = FailureCode::Other(STORAGE.into());
+        }
         let text = s.to_string();
         if !message.contains(&text) {
             message.push_str(": ");
@@ -63,7 +74,7 @@ pub(crate) fn failure_of(e: &(dyn StdError + 'static)) -> LlmFailure {
         }
         source = s.source();
     }
-    LlmFailure::new(FailureCode::Unknown, message)
+    LlmFailure::new(code, message)
 }
 
 pub(crate) fn fail_box(e: BoxError) -> Interrupt {
@@ -300,5 +311,27 @@ impl LoopAgent {
             return Ok(());
         }
         self.svc.store.flush(&self.session).await.map_err(fail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::{PersistenceError, SessionError, SessionId};
+
+    #[test]
+    fn a_session_that_cannot_be_stored_fails_as_storage_naming_file_and_cause() {
+        let e = SessionError::Flush {
+            id: SessionId::new("s"),
+            source: Box::new(PersistenceError::Io {
+                context: "appending to session file /home/u/.dsh/sessions/p/s.jsonl".into(),
+                // ENOSPC, as a full disk reports it.
+                source: std::io::Error::from_raw_os_error(28),
+            }),
+        };
+        let f = failure_of(&e);
+        assert_eq!(f.code, FailureCode::Other(STORAGE.into()));
+        assert!(f.message.contains("/home/u/.dsh/sessions/p/s.jsonl"), "{f}");
+        assert!(f.message.contains("No space left on device"), "{f}");
     }
 }

@@ -99,6 +99,7 @@ pub struct Composed {
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
+    crate::storage::check_writable(&settings.sessions_root())?;
     let ctx = Context::new();
     // The HTTP client is built in the background (see `LazyAdapter`); the route is usable now.
     let lazy = Arc::new(LazyAdapter::spawn(adapter_config(settings.selected())));
@@ -199,7 +200,8 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
 
 fn adapter_config(p: &ProviderSettings) -> ProviderConfig {
     let key = match &p.api_key_env {
-        Some(var) => ApiKeySource::Env(var.value.clone()),
+        // The key was moved out of dsh's environment at start-up (`secrets`).
+        Some(var) => crate::secrets::key_source(&var.value),
         None => ApiKeySource::NotRequired,
     };
     let base = p.base_url.value.clone();

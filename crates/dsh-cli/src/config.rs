@@ -12,6 +12,7 @@ use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
 use serde::Deserialize;
 
+mod empty;
 mod mcp;
 
 /// Where an effective value came from, in increasing precedence.
@@ -165,7 +166,7 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileDefaults {
     provider: Option<String>,
-    model: Option<String>,
+    model: Option<toml::Spanned<String>>,
     max_parallel_tool_calls: Option<toml::Spanned<usize>>,
     max_tokens: Option<toml::Spanned<u32>>,
 }
@@ -176,7 +177,7 @@ struct FileProvider {
     kind: Option<ProviderKind>,
     base_url: Option<String>,
     api_key_env: Option<String>,
-    models: Option<Vec<String>>,
+    models: Option<Vec<toml::Spanned<String>>>,
 }
 
 /// DeepSeek's public API root.
@@ -287,9 +288,12 @@ pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sourced<
     }
 }
 
-/// The process environment, with empty values treated as unset.
+/// The process environment, with empty values treated as unset. Secret variables come from
+/// the private copy taken at start-up: they are no longer in the environment (`secrets`).
 pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    crate::secrets::lookup(name)
+        .or_else(|| std::env::var(name).ok())
+        .filter(|v| !v.trim().is_empty())
 }
 
 impl Settings {
@@ -304,6 +308,7 @@ impl Settings {
         env: &dyn Fn(&str) -> Option<String>,
         flags: &Overrides,
     ) -> anyhow::Result<Self> {
+        empty::refuse_empty_flag(flags)?;
         let home = dsh_home(env)?;
         let config_path = home.value.join("config.toml");
         let (text, config_found) = match std::fs::read_to_string(&config_path) {
@@ -314,7 +319,9 @@ impl Settings {
             }
         };
         let file = if config_found {
-            parse_file(&config_path, &text)?
+            let file = parse_file(&config_path, &text)?;
+            empty::refuse_empty_models(&config_path, &text, &file)?;
+            file
         } else {
             FileConfig::default()
         };
@@ -342,7 +349,7 @@ impl Settings {
                         p.api_key_env = (!var.is_empty()).then(|| Sourced::new(var, Source::File));
                     }
                     if let Some(models) = fp.models {
-                        p.models = Sourced::new(models, Source::File);
+                        p.models = Sourced::new(unspan(models), Source::File);
                     }
                 }
                 None => {
@@ -369,7 +376,10 @@ impl Settings {
                                 .api_key_env
                                 .filter(|v| !v.is_empty())
                                 .map(|v| Sourced::new(v, Source::File)),
-                            models: Sourced::new(fp.models.unwrap_or_default(), Source::File),
+                            models: Sourced::new(
+                                unspan(fp.models.unwrap_or_default()),
+                                Source::File,
+                            ),
                         },
                     );
                 }
@@ -405,7 +415,7 @@ impl Settings {
         let candidates = [
             flags.model.clone().map(|v| (v, Source::Flag("--model"))),
             env("DSH_MODEL").map(|v| (v, Source::Env("DSH_MODEL"))),
-            file.defaults.model.map(|v| (v, Source::File)),
+            file.defaults.model.map(|v| (v.into_inner(), Source::File)),
         ];
         let provider_default = selected.models.value.first().cloned();
         let explicit = candidates.iter().flatten().next().cloned();
@@ -629,6 +639,11 @@ fn toml_string(s: &str) -> String {
 /// The 1-based line of the first line containing `needle`.
 fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+}
+
+/// The values of a list read with their positions.
+fn unspan(values: Vec<toml::Spanned<String>>) -> Vec<String> {
+    values.into_iter().map(toml::Spanned::into_inner).collect()
 }
 
 /// `file:line:column` of the byte `offset` of the file's text.

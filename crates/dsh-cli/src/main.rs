@@ -18,9 +18,11 @@ mod logging;
 mod mcp;
 mod render;
 mod run;
+mod secrets;
 mod sessions;
 mod signals;
 mod sink;
+mod storage;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -32,6 +34,8 @@ use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
+    // First, while dsh has a single thread: it may re-execute itself (see `secrets`).
+    secrets::protect();
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();

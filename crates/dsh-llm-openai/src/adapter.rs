@@ -189,6 +189,10 @@ struct Running {
     /// A failure to report once the chunks before it are out.
     failure: Option<LlmFailure>,
     received: u64,
+    /// The first non-blank byte of the body (`{` for a JSON document sent without its type).
+    first_byte: Option<u8>,
+    /// Whether any SSE event arrived.
+    saw_event: bool,
     /// [`OpenAiAdapterConfig::max_response_bytes`].
     max_received: u64,
     cancel: CancellationToken,
@@ -260,6 +264,10 @@ impl Inner {
                 failure_from_response(&self.config.route, status.as_u16(), &headers, &body);
             return Err(redact(key.as_ref(), failure));
         }
+        if is_json(response.headers()) {
+            let body = read_error_body(response, idle, &cancel).await?;
+            return Err(redact(key.as_ref(), self.not_streamed(&body)));
+        }
         Ok(Box::new(Running {
             body: response.bytes_stream().boxed(),
             parser: SseParser::new(),
@@ -268,12 +276,25 @@ impl Inner {
             pending: VecDeque::new(),
             failure: None,
             received: 0,
+            first_byte: None,
+            saw_event: false,
             max_received: self.config.max_response_bytes,
             cancel,
             idle,
             endpoint: self.endpoint.clone(),
             key,
         }))
+    }
+
+    /// The failure for a successful answer that is one JSON document instead of an event
+    /// stream: an `{error: …}` object is classified as such; anything else means the server
+    /// ignored `stream: true` or is not a chat-completions endpoint at all.
+    fn not_streamed(&self, body: &[u8]) -> LlmFailure {
+        let text = String::from_utf8_lossy(body);
+        match Translator::new().on_event(&text, &mut Vec::new()) {
+            Err(failure) if failure.code != FailureCode::MalformedResponse => failure,
+            _ => not_streamed(&self.endpoint),
+        }
     }
 
     fn timeout(&self, idle: Duration, what: &str) -> LlmFailure {
@@ -286,6 +307,28 @@ impl Inner {
             ),
         )
     }
+}
+
+/// Whether a response declares itself a JSON document (rather than an event stream).
+fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
+fn not_streamed(endpoint: &str) -> LlmFailure {
+    LlmFailure::new(
+        FailureCode::MalformedResponse,
+        format!(
+            "{endpoint} answered with one JSON document instead of an event stream: the server \
+             did not stream; check the base URL"
+        ),
+    )
 }
 
 /// How much of an error response is read. Provider error objects take a few hundred bytes;
@@ -376,6 +419,8 @@ impl Running {
                             FailureCode::EmptyResponse,
                             format!("{} answered with an empty body", self.endpoint),
                         )
+                    } else if !self.saw_event && self.first_byte == Some(b'{') {
+                        not_streamed(&self.endpoint)
                     } else {
                         self.translator.ended_early()
                     };
@@ -410,6 +455,9 @@ impl Running {
             ));
             return;
         }
+        if self.first_byte.is_none() {
+            self.first_byte = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+        }
         let mut events = std::mem::take(&mut self.events);
         if let Err(e) = self.parser.feed(bytes, &mut events) {
             self.failure = Some(LlmFailure::new(
@@ -417,6 +465,7 @@ impl Running {
                 format!("the event stream from {} is malformed: {e}", self.endpoint),
             ));
         }
+        self.saw_event |= !events.is_empty();
         for event in events.drain(..) {
             match self.translator.on_event(&event.data, &mut self.pending) {
                 Ok(Progress::Continue) => {}

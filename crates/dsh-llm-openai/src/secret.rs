@@ -35,6 +35,15 @@ pub enum ApiKeySource {
     Env(String),
     /// A fixed key.
     Value(Secret),
+    /// A key read once from the environment variable `env` by a front end that then removed
+    /// it from its own environment (so the commands it runs cannot find it there). Errors
+    /// still name the variable, as for [`ApiKeySource::Env`].
+    Captured {
+        /// The variable the key came from.
+        env: String,
+        /// The key.
+        key: Secret,
+    },
     /// No key configured. Requests fail `MISSING_CREDENTIAL`, telling the user to set `env`.
     Missing {
         /// The environment variable the user should set.
@@ -50,6 +59,14 @@ impl ApiKeySource {
         Self::Value(Secret::new(key))
     }
 
+    /// A key taken from the variable `env` (see [`ApiKeySource::Captured`]).
+    pub fn captured(env: impl Into<String>, key: impl Into<String>) -> Self {
+        Self::Captured {
+            env: env.into(),
+            key: Secret::new(key),
+        }
+    }
+
     /// Resolves the key for one request: `Ok(None)` when none is needed.
     pub fn resolve(&self) -> Result<Option<Secret>, LlmFailure> {
         let (raw, source, env) = match self {
@@ -59,6 +76,11 @@ impl ApiKeySource {
                 Ok(raw) => (raw, format!("environment variable {env}"), env.as_str()),
                 Err(_) => return Err(missing(env)),
             },
+            Self::Captured { env, key } => (
+                key.expose().to_owned(),
+                format!("environment variable {env}"),
+                env.as_str(),
+            ),
             Self::Value(secret) => (
                 secret.expose().to_owned(),
                 "the adapter configuration".to_owned(),
@@ -102,6 +124,13 @@ mod tests {
         let f = ApiKeySource::value("sk bad").resolve().unwrap_err();
         assert_eq!(f.code, FailureCode::InvalidCredential);
         assert!(!f.message.contains("sk bad"));
+        let f = ApiKeySource::captured("MY_KEY", " ").resolve().unwrap_err();
+        assert_eq!(f.code, FailureCode::MissingCredential);
+        assert!(f.message.contains("MY_KEY"));
+        let f = ApiKeySource::captured("MY_KEY", "sk bad")
+            .resolve()
+            .unwrap_err();
+        assert!(f.message.contains("MY_KEY") && !f.message.contains("sk bad"));
         let k = ApiKeySource::value(" sk-ok\n").resolve().unwrap().unwrap();
         assert_eq!(k.expose(), "sk-ok");
         assert_eq!(ApiKeySource::NotRequired.resolve().unwrap(), None);

@@ -78,6 +78,10 @@ impl Translator {
         out: &mut impl Extend<StreamChunk>,
     ) -> Result<Progress, LlmFailure> {
         let data = data.trim();
+        // An event without a payload (a lone `data:` line, say) carries nothing to translate.
+        if data.is_empty() {
+            return Ok(Progress::Continue);
+        }
         if data == "[DONE]" {
             self.finish(out);
             return Ok(Progress::Done);
@@ -130,8 +134,17 @@ impl Translator {
         Ok(Progress::Continue)
     }
 
-    /// The failure for a stream that ended before `[DONE]`.
+    /// The failure for a stream that ended before `[DONE]`. When none of the answer was
+    /// passed on yet it is `TRANSPORT` (retryable by default): asking again then neither
+    /// loses nor repeats anything the user saw. After part of the answer it is
+    /// `STREAM_CLOSED`, which is not retried by default.
     pub fn ended_early(&self) -> LlmFailure {
+        if self.blocks.is_empty() {
+            return LlmFailure::new(
+                FailureCode::Transport,
+                "the provider closed the stream before [DONE], before sending any of the answer",
+            );
+        }
         LlmFailure::new(
             FailureCode::StreamClosed,
             "the provider closed the stream before [DONE]",

@@ -415,3 +415,67 @@ async fn a_response_streaming_past_the_size_limit_is_malformed_after_the_chunks_
         .sum();
     assert!((1..=16 * 1024).contains(&text), "{text}");
 }
+
+#[tokio::test]
+async fn a_clean_close_before_any_of_the_answer_is_retryable_and_after_some_of_it_is_not() {
+    use dsh_llm::retry::{RetryDecision, RetryPolicy, decide};
+    let (failure, chunks) = fail_with(MockResponse::sse(ChatStream::new("m").role().build())).await;
+    assert_eq!(chunks.len(), 1, "nothing but the failure: {chunks:?}");
+    assert_eq!(failure.code, FailureCode::Transport, "{failure}");
+    assert!(failure.message.contains("before [DONE]"), "{failure}");
+    let policy = RetryPolicy::default();
+    assert!(matches!(
+        decide(&policy, &failure, 0, 0.5),
+        RetryDecision::Retry { .. }
+    ));
+    let (failure, _) = fail_with(MockResponse::sse(
+        ChatStream::new("m").role().text("half").build(),
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::StreamClosed);
+    assert_eq!(decide(&policy, &failure, 0, 0.5), RetryDecision::Delegate);
+}
+
+#[tokio::test]
+async fn an_event_without_a_payload_is_ignored() {
+    let server = MockServer::start();
+    server.push(MockResponse::sse(
+        ChatStream::new("m")
+            .role()
+            .frame(SseFrame::Raw(b"data:\n\n".to_vec()))
+            .text("hi")
+            .frame(SseFrame::Raw(b"data: \n\n".to_vec()))
+            .finish("stop")
+            .done()
+            .build(),
+    ));
+    let chunks = run(&deepseek(&server), options("deepseek-v4-flash")).await;
+    assert_eq!(finish(&chunks), FinishReason::Stop, "{chunks:?}");
+    assert_eq!(assemble(&chunks).message("p", "m").text(), "hi");
+}
+
+#[tokio::test]
+async fn a_plain_json_answer_says_the_server_did_not_stream() {
+    let completion = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
+    let (failure, _) = fail_with(MockResponse::error(200, completion)).await;
+    assert_eq!(failure.code, FailureCode::MalformedResponse, "{failure}");
+    assert!(
+        failure.message.contains("did not stream") && failure.message.contains("base URL"),
+        "{failure}"
+    );
+    // The same document without a content type is recognised once the body ends.
+    let raw = format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{completion}",
+        completion.len()
+    );
+    let (failure, _) = fail_with(MockResponse::raw(raw.into_bytes())).await;
+    assert_eq!(failure.code, FailureCode::MalformedResponse, "{failure}");
+    assert!(failure.message.contains("did not stream"), "{failure}");
+    // An error object in a 200 JSON answer is classified as the error it is.
+    let (failure, _) = fail_with(MockResponse::error(
+        200,
+        r#"{"error":{"message":"model overloaded","type":"server_error"}}"#,
+    ))
+    .await;
+    assert_eq!(failure.code, FailureCode::Server, "{failure}");
+}

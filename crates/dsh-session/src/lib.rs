@@ -43,7 +43,7 @@ pub use message::{
 pub use persistence::{
     Persistence, PersistenceError, SessionListing, SessionLocation, SessionSummary, StoredSession,
 };
-pub use relations::{check_relation, relational_validator};
+pub use relations::{RelationChecker, check_relation, relational_validator};
 pub use repair::{check_balanced, interrupted_turn_closers};
 pub use session::{EventDraft, Session, Validator};
 pub use store::{

@@ -27,11 +27,14 @@ const OVERLAY: [(&str, &str); 5] = [
 
 /// Whether an inherited variable must not reach a command.
 pub fn is_scrubbed(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    if name.starts_with(MANAGED_PREFIX) {
-        return true;
-    }
-    let upper = name.to_ascii_uppercase();
+    name.to_string_lossy().starts_with(MANAGED_PREFIX) || looks_secret(name)
+}
+
+/// Whether a variable's name marks it as a credential (`KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
+/// any case). Public so that dsh keeps the same variables out of its *own* environment as it
+/// keeps out of commands' (a command can read its parent's `/proc/<pid>/environ`).
+pub fn looks_secret(name: &OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
 }
 

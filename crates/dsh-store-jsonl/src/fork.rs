@@ -1,8 +1,9 @@
 //! Forking at the storage level: a new session file seeded from a stored one.
 //!
-//! `dsh sessions fork ID` works on stored sessions, not live ones. The source is loaded (and so
-//! repaired) like any other load, the seed is cut with [`fork_seed`] (never inside an open
-//! turn), and the child is built with [`Session::new`] so it gets exactly the log a live fork
+//! `dsh sessions fork ID` works on stored sessions, not live ones. The source is read as a
+//! repairing load would see it (torn tail left out, an interrupted turn closed) but never
+//! written: a fork does not modify its source. The seed is cut with [`fork_seed`] (never inside
+//! an open turn), and the child is built with [`Session::new`] so it gets exactly the log a live fork
 //! would: the seed, then `session/end-seed`. The child is published like any new session, so an
 //! existing file with its id is never overwritten.
 
@@ -40,7 +41,7 @@ impl ForkJob {
         let stored = {
             let _exclusive = self.source_lock.lock();
             let path = locate::find(&self.root, &self.source)?;
-            load::load_file(&*self.io, &path, &self.source)?.0
+            load::read_repaired(&path, &self.source)?
         };
         let events: Vec<_> = stored.events.into_iter().map(Arc::new).collect();
         let seed = fork_seed(&events, self.at_seq).map_err(fork_error)?;

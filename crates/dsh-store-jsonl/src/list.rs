@@ -162,6 +162,15 @@ pub(crate) fn list_root(root: &Path) -> Result<Vec<SessionListing>, PersistenceE
             if !name.ends_with(SESSION_FILE_SUFFIX) {
                 continue;
             }
+            // Opening a FIFO would wait forever for a writer, and a device or a symlink is not
+            // a session file either: only regular files are read, as `show` and `resume` do.
+            if !file.file_type().is_ok_and(|t| t.is_file()) {
+                tracing::warn!(
+                    path = %file.path().display(),
+                    "skipping a session entry that is not a regular file"
+                );
+                continue;
+            }
             match read_listing(&file.path()) {
                 Ok(Some(listing)) => out.push(listing),
                 Ok(None) => {}

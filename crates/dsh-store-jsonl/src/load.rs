@@ -79,17 +79,9 @@ pub(crate) fn read_file(path: &Path, id: &SessionId) -> Result<StoredSession, Pe
     })
 }
 
-/// Loads the session stored at `path`, repairing it durably: a damaged tail after the last
-/// committed `turn/end` is truncated away, then an open tail turn is closed with
-/// [`interrupted_turn_closers`], appended with one write and `fdatasync`. Returns the session
-/// and the file's length afterwards. The caller holds the session's in-process lock; the file's
-/// writer lock is held here while reading and repairing (a file whose live writer is in
-/// another process or store is refused, see [`crate::lock`]), and released on return.
-pub(crate) fn load_file(
-    io: &dyn FileOps,
-    path: &Path,
-    id: &SessionId,
-) -> Result<(StoredSession, u64), PersistenceError> {
+/// Opens, locks (as a writer would, see [`crate::lock`]) and scans the file at `path`. The lock
+/// is held as long as the returned file is.
+fn read_locked(path: &Path, id: &SessionId) -> Result<(File, Scanned), PersistenceError> {
     // Read-only is enough for the lock, and keeps stored sessions readable without write access
     // when they need no repair.
     let mut locked = File::open(path).map_err(|e| {
@@ -107,6 +99,38 @@ pub(crate) fn load_file(
     let scanned = scan(path, &bytes)?;
     drop(bytes);
     check_location(path, &scanned, id)?;
+    Ok((locked, scanned))
+}
+
+/// The session stored at `path` as a repairing load would return it (torn tail left out, an
+/// interrupted last turn closed), without writing anything: for readers that must not change
+/// the file, such as a fork of it. Like a load, it refuses a file another writer holds.
+pub(crate) fn read_repaired(
+    path: &Path,
+    id: &SessionId,
+) -> Result<StoredSession, PersistenceError> {
+    let (locked, scanned) = read_locked(path, id)?;
+    drop(locked);
+    let Scanned {
+        header, mut events, ..
+    } = scanned;
+    let closers = interrupted_turn_closers(&events);
+    events.extend(closers);
+    Ok(StoredSession { header, events })
+}
+
+/// Loads the session stored at `path`, repairing it durably: a damaged tail after the last
+/// committed `turn/end` is truncated away, then an open tail turn is closed with
+/// [`interrupted_turn_closers`], appended with one write and `fdatasync`. Returns the session
+/// and the file's length afterwards. The caller holds the session's in-process lock; the file's
+/// writer lock is held here while reading and repairing (a file whose live writer is in
+/// another process or store is refused, see [`crate::lock`]), and released on return.
+pub(crate) fn load_file(
+    io: &dyn FileOps,
+    path: &Path,
+    id: &SessionId,
+) -> Result<(StoredSession, u64), PersistenceError> {
+    let (locked, scanned) = read_locked(path, id)?;
     let Scanned {
         header,
         mut events,

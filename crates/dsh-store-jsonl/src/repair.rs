@@ -1,18 +1,22 @@
-//! Reading a session file the way crash repair needs: strict before the last committed turn,
-//! tolerant after it.
+//! Reading a session file the way crash repair needs: strict about complete lines, tolerant of
+//! a torn tail.
 //!
 //! A process killed mid-write, or a machine losing power, can leave a file whose tail is a
-//! partial line, a run of NUL bytes (blocks allocated but never written), or garbage. Such damage
-//! after the last committed `turn/end` only bounds what is kept: the tail is dropped and the open
-//! turn is closed by the caller. The same damage *before* a committed `turn/end` means the middle
-//! of a conversation is gone; silently truncating there would lose acknowledged history, so the
-//! file is reported corrupt (file and 1-based line) and left untouched.
+//! partial line (no line end) or a run of NUL bytes (blocks allocated but never written). Such
+//! damage after the last committed `turn/end` only bounds what is kept: the tail is dropped and
+//! the open turn is closed by the caller. The same damage *before* a committed `turn/end` means
+//! the middle of a conversation is gone; silently truncating there would lose acknowledged
+//! history, so the file is reported corrupt (file and 1-based line) and left untouched.
+//!
+//! A complete line (one that ends in a line end) that cannot be used is never a torn write:
+//! invalid JSON, a `seq` out of order or an event that breaks the turn/step/call relations
+//! (INV-REL) is corruption wherever it is, reported with its line and nothing is truncated.
 
 use std::path::Path;
 
 use dsh_session::event::{CORE_EVENT_TYPES, KNOWN_PLUGIN_EVENT_TYPES, REJECTED_LEGACY_TYPES};
 use dsh_session::header::HEADER_VERSION;
-use dsh_session::{EventKind, PersistenceError, SessionEvent, SessionHeader};
+use dsh_session::{EventKind, PersistenceError, RelationChecker, SessionEvent, SessionHeader};
 use memchr::memmem;
 
 /// Damage found after the last committed `turn/end`: what will be dropped.
@@ -193,29 +197,39 @@ pub(crate) fn scan(path: &Path, bytes: &[u8]) -> Result<Scanned, PersistenceErro
     let mut events = Vec::with_capacity(lines.len());
     let mut damage = None;
     let mut remaining = &bytes[intact_len as usize..];
+    let mut relations = RelationChecker::default();
     for (i, parsed) in parse_lines(&lines, bytes.len()).into_iter().enumerate() {
         let line_no = i + 2;
-        let event = parsed.and_then(|e| {
-            let expected = events.len() as u64;
-            if e.seq == expected {
-                Ok(e)
-            } else {
-                Err(format!("seq {} where {expected} was expected", e.seq))
-            }
-        });
-        match event {
-            Ok(event) => {
-                check_supported(path, line_no, event.type_name(), event.ignorable)?;
-                events.push(event);
-                let len = lines[i].len() + 1;
-                intact_len += len as u64;
-                remaining = &remaining[len..];
-            }
-            Err(reason) => {
+        let event = match parsed {
+            Ok(event) => event,
+            // Unwritten blocks after a power loss may hold a line end; that is still a torn
+            // tail (bounded below by the committed-turn check).
+            Err(reason) if memchr::memchr(0, lines[i]).is_some() => {
                 damage = Some((line_no, reason, remaining));
                 break;
             }
+            // A complete line is never a torn write: whatever is wrong with it, the file was
+            // damaged some other way, and cutting it off could lose a committed turn.
+            Err(reason) => return Err(corrupt(path, line_no, reason)),
+        };
+        let expected = events.len() as u64;
+        if event.seq != expected {
+            return Err(corrupt(
+                path,
+                line_no,
+                format!("seq {} where {expected} was expected", event.seq),
+            ));
         }
+        check_supported(path, line_no, event.type_name(), event.ignorable)?;
+        // Resuming a log whose turns, steps or calls do not fit together would send a history
+        // every provider rejects.
+        relations
+            .check(&event)
+            .map_err(|reason| corrupt(path, line_no, reason))?;
+        events.push(event);
+        let len = lines[i].len() + 1;
+        intact_len += len as u64;
+        remaining = &remaining[len..];
     }
     if damage.is_none() && !torn.is_empty() {
         let reason = if torn.iter().all(|b| *b == 0) {

@@ -56,6 +56,34 @@ async fn listing_skips_empty_sessions_and_sorts_newest_first() {
     assert_eq!(headers[0].id, "new");
 }
 
+#[test]
+fn listing_skips_a_fifo_named_like_a_session_instead_of_waiting_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scratch("real", Some("/a"));
+    complete_turn(&s, false);
+    let path = write_file(dir.path(), &s, &jsonl(&s));
+    let fifo = path.with_file_name("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening the FIFO would block the listing forever: list on a thread, bounded.
+    let root = dir.path().to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let listed = rt.block_on(JsonlStore::new(root).listings());
+        let _ = tx.send(listed.map(|l| l.len()));
+    });
+    let listed = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("listing hung on a FIFO");
+    assert_eq!(listed.unwrap(), 1);
+}
+
 #[tokio::test]
 async fn listing_an_absent_root_is_empty() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,14 +191,21 @@ async fn fork_refuses_a_boundary_inside_an_open_turn() {
 }
 
 #[tokio::test]
-async fn forking_a_crashed_session_repairs_it_first() {
+async fn forking_a_crashed_session_closes_the_turn_in_the_child_and_never_writes_the_source() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::new(dir.path());
     let s = scratch("crashed", None);
     complete_turn(&s, false);
     open_turn(&s, 2, true);
-    write_file(dir.path(), &s, &jsonl(&s));
+    let mut bytes = jsonl(&s);
+    bytes.extend_from_slice(br#"{"type":"tool/res"#);
+    let source = write_file(dir.path(), &s, &bytes);
     let child = store.fork(s.id(), None, None).await.unwrap();
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        bytes,
+        "a fork does not modify its source, torn tail and all"
+    );
     let stored = store.load(&child.id).await.unwrap();
     check_balanced(&arcs(&stored.events)).unwrap();
     assert_eq!(

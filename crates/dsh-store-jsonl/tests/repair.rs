@@ -9,6 +9,7 @@ use common::*;
 use dsh_session::repair::{TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN};
 use dsh_session::*;
 use dsh_store_jsonl::{JsonlOptions, JsonlStore};
+use std::sync::Arc;
 
 /// A session with one complete turn and a second turn left open mid-tool, as a crash leaves it.
 fn crashed(id: &str) -> std::sync::Arc<Session> {
@@ -92,18 +93,151 @@ async fn a_nul_padded_tail_is_treated_as_torn() {
     }
 }
 
-#[tokio::test]
-async fn a_damaged_line_after_the_last_turn_end_only_bounds_the_tail() {
+/// Loads `id` from a file holding `bytes`; the load must fail as corrupt at `line` with a
+/// reason containing `needle`, leaving the file byte for byte as it was.
+async fn assert_refused_untouched(s: &Session, bytes: &[u8], line: usize, needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::new(dir.path());
+    let path = write_file(dir.path(), s, bytes);
+    let err = store.load(s.id()).await.unwrap_err();
+    match &err {
+        PersistenceError::Corrupt {
+            path: p,
+            line: l,
+            reason,
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*l, line, "{err}");
+            assert!(reason.contains(needle), "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file is not modified"
+    );
+}
+
+#[tokio::test]
+async fn a_complete_invalid_line_after_the_last_turn_end_is_an_error_not_a_torn_tail() {
+    // Only an incomplete last line is a torn write; these lines all end in a line end.
     let s = crashed("tail");
-    let mut bytes = jsonl(&s);
-    bytes.extend_from_slice(b"garbage\n");
-    bytes.extend_from_slice(br#"{"type":"step/end","seq":99,"time":1,"data":{"turn":2,"step":1}}"#);
-    bytes.push(b'\n');
-    write_file(dir.path(), &s, &bytes);
-    let stored = load(&store, "tail").await.unwrap();
-    assert_closed_with_unknown_outcome(&stored, s.len() as usize);
+    let next = s.len();
+    let mut garbage = jsonl(&s);
+    garbage.extend_from_slice(b"garbage\n");
+    assert_refused_untouched(&s, &garbage, line_of(next), "invalid event JSON").await;
+
+    let mut gap = jsonl(&s);
+    gap.extend_from_slice(
+        format!(
+            "{{\"type\":\"step/end\",\"seq\":{},\"time\":1,\"data\":{{\"turn\":2,\"step\":1}}}}\n",
+            next + 1
+        )
+        .as_bytes(),
+    );
+    assert_refused_untouched(&s, &gap, line_of(next), "was expected").await;
+
+    let mut huge_time = jsonl(&s);
+    huge_time.extend_from_slice(
+        format!(
+            "{{\"type\":\"step/end\",\"seq\":{next},\"time\":1e400,\"data\":{{\"turn\":2,\"step\":1}}}}\n"
+        )
+        .as_bytes(),
+    );
+    assert_refused_untouched(&s, &huge_time, line_of(next), "invalid event JSON").await;
+}
+
+#[tokio::test]
+async fn swapped_last_lines_of_a_completed_turn_are_refused_not_reclosed_as_interrupted() {
+    let s = scratch("swapped", None);
+    complete_turn(&s, false);
+    complete_turn(&s, true);
+    let good = jsonl(&s);
+    let mut lines: Vec<&[u8]> = good.split(|b| *b == b'\n').collect();
+    let last = line_of(s.len() - 1) - 1;
+    lines.swap(last - 1, last);
+    let bytes = lines.join(&b'\n');
+    assert_refused_untouched(&s, &bytes, line_of(s.len() - 2), "was expected").await;
+}
+
+/// A successful `tool/result` for `call`, filed under `turn` and `step`.
+fn result_for(turn: u64, step: u64, call: &str) -> EventKind {
+    EventKind::ToolResult(ToolResult {
+        turn,
+        step,
+        message: Arc::new(Message::tool_result(
+            CallId::new(call),
+            vec![ContentBlock::text("ok")],
+            false,
+        )),
+        error: None,
+        meta: None,
+    })
+}
+
+#[tokio::test]
+async fn logs_whose_turn_step_and_call_relations_are_broken_are_refused_at_their_line() {
+    // A result for a call nobody made.
+    let s = scratch("unknown-call", None);
+    complete_turn(&s, false);
+    open_turn(&s, 2, false);
+    let bad = s.len();
+    s.append(result_for(2, 1, "nobody-called-this")).unwrap();
+    assert_refused_untouched(&s, &jsonl(&s), line_of(bad), "has no tool/call").await;
+
+    // A result filed under another step than its call.
+    let s = scratch("elsewhere", None);
+    open_turn(&s, 1, true);
+    s.append(EventKind::StepEnd(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    s.append(EventKind::StepStart(StepBoundary { turn: 1, step: 2 }))
+        .unwrap();
+    let bad = s.len();
+    s.append(result_for(1, 2, "elsewhere-call-1")).unwrap();
+    assert_refused_untouched(&s, &jsonl(&s), line_of(bad), "has no tool/call").await;
+
+    // A turn that starts inside another.
+    let s = scratch("nested", None);
+    complete_turn(&s, false);
+    open_turn(&s, 2, false);
+    let bad = s.len();
+    s.append(EventKind::TurnStart(TurnStart { turn: 3 }))
+        .unwrap();
+    assert_refused_untouched(&s, &jsonl(&s), line_of(bad), "while turn 2 is open").await;
+
+    // A closed turn whose assistant asked for a call that was never answered.
+    let s = scratch("unanswered", None);
+    open_turn(&s, 1, true);
+    s.append(EventKind::StepEnd(StepBoundary { turn: 1, step: 1 }))
+        .unwrap();
+    let bad = s.len();
+    s.append(EventKind::TurnEnd(TurnEnd {
+        turn: 1,
+        reason: TurnEndReason::Completed,
+    }))
+    .unwrap();
+    assert_refused_untouched(&s, &jsonl(&s), line_of(bad), "has no tool/result").await;
+}
+
+#[tokio::test]
+async fn a_turn_numbered_u64_max_is_refused_instead_of_wrapping_to_turn_zero() {
+    let s = scratch("max", None);
+    let bad = s.len();
+    s.append(EventKind::TurnStart(TurnStart { turn: u64::MAX }))
+        .unwrap();
+    s.append(EventKind::TurnEnd(TurnEnd {
+        turn: u64::MAX,
+        reason: TurnEndReason::Completed,
+    }))
+    .unwrap();
+    assert_refused_untouched(
+        &s,
+        &jsonl(&s),
+        line_of(bad),
+        "does not follow the last turn 0",
+    )
+    .await;
 }
 
 #[tokio::test]

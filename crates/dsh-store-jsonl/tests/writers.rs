@@ -42,6 +42,7 @@ async fn a_live_writers_file_is_not_loaded_or_repaired_by_another_store_only_rea
     assert_eq!(std::fs::read(&path).unwrap(), jsonl(&s));
 
     // The live writer goes on undisturbed, and once it is gone the other store loads it all.
+    finish_turn(&s, 2, true);
     complete_turn(&s, false);
     h.sessions.flush(&s).await.unwrap();
     detach.detach();

@@ -133,6 +133,12 @@ pub fn title(n: u64) -> EventKind {
 pub fn complete_turn(s: &Session, tool: bool) {
     let turn = s.last_turn() + 1;
     open_turn(s, turn, tool);
+    finish_turn(s, turn, tool);
+}
+
+/// Completes turn `turn` opened by [`open_turn`] with the same `tool`: the call's result and a
+/// final answer, or just the end of its step.
+pub fn finish_turn(s: &Session, turn: u64, tool: bool) {
     if tool {
         let call = CallId::new(format!("{}-call-{turn}", s.id()));
         let call_seq = s.len() - 1;

@@ -10,8 +10,9 @@ use crate::compose::ComposeOptions;
 use crate::config::Settings;
 
 /// The options every front end starts the configured servers with: stdio servers work in the
-/// current directory, provider key variables are never passed to them by name, and a server
-/// that fails to start is said on stderr (the session goes on without it).
+/// current directory, provider key and bearer token variables are never passed to them by
+/// name, tokens come from dsh's secrets, and a server that fails to start is said on stderr
+/// (the session goes on without it).
 fn options(settings: &Settings, asks: bool) -> anyhow::Result<McpOptions> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut options = McpOptions::new(cwd);
@@ -20,8 +21,24 @@ fn options(settings: &Settings, asks: bool) -> anyhow::Result<McpOptions> {
         .values()
         .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
         .collect();
+    // A bearer token variable is a secret too: never passed to a server by name.
+    options.hidden_env.extend(
+        settings
+            .mcp_servers
+            .iter()
+            .filter_map(|s| match &s.transport {
+                dsh_mcp::Transport::Http {
+                    bearer_token_env_var,
+                    ..
+                } => bearer_token_env_var.clone(),
+                dsh_mcp::Transport::Stdio { .. } => None,
+            }),
+    );
     options.ask = asks;
     options.on_failure = Some(Arc::new(|error| eprintln!("dsh: {error}")));
+    // Tokens are read from dsh's private copy of its secrets (the environment no longer holds
+    // them after start-up), else from the environment.
+    options.lookup = Arc::new(crate::config::process_env);
     Ok(options)
 }
 

@@ -216,3 +216,36 @@ fn a_bad_server_table_is_reported_at_its_location() {
         "{err}"
     );
 }
+
+#[test]
+fn a_bearer_token_is_read_from_dshs_secrets_and_never_printed() {
+    // `…_TOKEN` looks secret, so dsh moves it out of its environment at start-up: the token
+    // must come from dsh's private copy. The mock is no MCP server, but it records the header.
+    let w = World::new();
+    configure(
+        &w,
+        &format!(
+            "[mcp_servers.h]\nurl = \"{}/mcp\"\nbearer_token_env_var = \"DOCS_MCP_TOKEN\"\nstartup_timeout_sec = 5\n",
+            w.server.url()
+        ),
+    );
+    let out = w
+        .dsh(&["mcp", "list"])
+        .env("DOCS_MCP_TOKEN", "tok-123")
+        .output()
+        .unwrap();
+    let sent: Vec<Option<String>> = w
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    assert!(
+        sent.first()
+            .is_some_and(|a| a.as_deref() == Some("Bearer tok-123")),
+        "{sent:?}; stderr: {}",
+        stderr(&out)
+    );
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!shown.contains("tok-123"), "{shown}");
+}

@@ -3,10 +3,12 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use agent_client_protocol::v1::schema::ClientCapabilities;
 use dsh_agent::AgentRegistry;
 use dsh_kernel::{Context, KernelError, Notification};
 use dsh_session::{SessionId, SessionStore};
-use dsh_tools::{Approver, ToolRuntime};
+use dsh_shell::ShellExecutor;
+use dsh_tools::{Approver, FileAccess, Routes, ToolRuntime};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -50,6 +52,12 @@ pub(crate) struct Bridge {
     /// Request work running outside the dispatch loop (creations, settlements, closes).
     pub(crate) tasks: TaskTracker,
     records: Mutex<Records>,
+    /// Per-agent file routes (the editor's buffers for its sessions).
+    pub(crate) file_routes: Arc<Routes<dyn FileAccess>>,
+    /// Per-agent shell routes (the editor's terminals for its sessions).
+    pub(crate) shell_routes: Arc<Routes<dyn ShellExecutor>>,
+    /// What the editor offered in `initialize` (files, terminals); none until then.
+    client: Mutex<ClientCapabilities>,
 }
 
 impl Bridge {
@@ -59,6 +67,10 @@ impl Bridge {
         let store = ctx.require::<SessionStore>()?;
         let tools = ctx.require::<ToolRuntime>()?;
         let own = ctx.child("acp")?;
+        // Provided on the composition's own scope: they outlive this connection, and another
+        // bridge of the process shares them.
+        let file_routes = Routes::<dyn FileAccess>::shared(ctx)?;
+        let shell_routes = Routes::<dyn ShellExecutor>::shared(ctx)?;
         let wants_approver = ctx.get::<dyn Approver>().is_none();
         let mut failure: Option<KernelError> = None;
         let bridge = Arc::new_cyclic(|weak| {
@@ -86,12 +98,25 @@ impl Bridge {
                 closing: CancellationToken::new(),
                 tasks: TaskTracker::new(),
                 records: Mutex::new(Records::default()),
+                file_routes,
+                shell_routes,
+                client: Mutex::new(ClientCapabilities::default()),
             }
         });
         if let Some(e) = failure {
             return Err(e.into());
         }
         Ok(bridge)
+    }
+
+    /// Remembers the capabilities the client offered in `initialize`.
+    pub(crate) fn set_client_capabilities(&self, capabilities: ClientCapabilities) {
+        *self.client.lock() = capabilities;
+    }
+
+    /// The capabilities the client offered in `initialize`.
+    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
+        self.client.lock().clone()
     }
 
     /// Whether teardown has started.

@@ -21,6 +21,30 @@ pub(crate) fn invalid(detail: impl Into<String>) -> Error {
     Error::new(ErrorCode::INVALID_PARAMS, detail)
 }
 
+/// `-32002` (resource not found) for a session id the bridge does not know, with the id in
+/// `data`: ACP defines this code for it and clients act on it (the TypeScript SDK treats
+/// closing an unknown session as done, acpx falls back to a new session).
+pub(crate) fn unknown_session(id: &dsh_session::SessionId) -> Error {
+    Error::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("unknown session: {id}"),
+    )
+    .data(serde_json::json!({ "sessionId": id.as_str() }))
+}
+
+/// Whether `error` answers a client's mistake (bad params, unknown session or method) rather
+/// than a failure of ours: those are logged at debug level, not as warnings.
+pub(crate) fn is_client_error(error: &Error) -> bool {
+    [
+        ErrorCode::INVALID_PARAMS,
+        ErrorCode::INVALID_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND,
+        ErrorCode::RESOURCE_NOT_FOUND,
+        ErrorCode::REQUEST_CANCELLED,
+    ]
+    .contains(&error.code)
+}
+
 /// `-32603` with the human detail as the message.
 pub(crate) fn internal(detail: impl Into<String>) -> Error {
     Error::new(ErrorCode::INTERNAL_ERROR, detail)

@@ -12,9 +12,12 @@
 
 use std::io;
 
+use agent_client_protocol::Lines;
 use futures::{Sink, SinkExt, Stream};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::codec::{FramedWrite, LinesCodec, LinesCodecError};
+
+use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
 
 /// The longest frame the bridge accepts: far beyond any prompt a model could take (images and
 /// embedded resources are not advertised), small enough that a runaway client cannot make the
@@ -133,6 +136,24 @@ where
     } else {
         Line::Complete(kept)
     }))
+}
+
+/// The transport of one connection: `input` and `output` framed as newline-delimited
+/// JSON-RPC, both watched by `hangup` so a client that goes away is told apart from a broken
+/// connection.
+pub(crate) fn watched<R, W>(
+    input: R,
+    output: W,
+    hangup: Hangup,
+) -> Lines<impl Sink<String, Error = io::Error> + Send, impl Stream<Item = io::Result<String>> + Send>
+where
+    R: AsyncRead + Send + 'static,
+    W: AsyncWrite + Send + 'static,
+{
+    Lines::new(
+        outgoing(WatchedOutput::new(output, hangup.clone())),
+        incoming(WatchedInput::new(input, hangup), MAX_FRAME_BYTES),
+    )
 }
 
 #[cfg(test)]

@@ -24,6 +24,21 @@ impl Hangup {
         self.0.load(Ordering::Acquire)
     }
 
+    /// `served` with a failure that only reflects the client's going away (frames still in
+    /// flight when an editor quits fail to write: that is its goodbye) turned into success.
+    pub(crate) fn excuse(
+        &self,
+        served: Result<(), agent_client_protocol::Error>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        match served {
+            Err(error) if self.happened() => {
+                tracing::debug!(%error, "the ACP client hung up with frames in flight");
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     fn mark(&self) {
         self.0.store(true, Ordering::Release);
     }

@@ -42,11 +42,15 @@
 //! ```
 
 mod bridge;
+mod commands;
+mod editor;
 mod errors;
+mod files;
 mod frames;
 mod hangup;
 mod list;
 mod mcp;
+mod models;
 mod modes;
 mod open;
 mod options;
@@ -57,7 +61,9 @@ mod replay;
 mod server;
 mod settle;
 mod teardown;
+mod terminal;
 mod translate;
+mod unconfigured;
 mod updates;
 
 pub use bridge::BridgeClosing;
@@ -67,3 +73,4 @@ pub use modes::Mode;
 pub use options::{AcpOptions, AgentSetupHook, ApprovalPolicy};
 pub use server::{serve, serve_until};
 pub use settle::CANCEL_ANSWER_DEADLINE;
+pub use unconfigured::serve_unconfigured;

@@ -29,7 +29,7 @@ struct Row {
 }
 
 /// A prompt folded to one line and cut to [`TITLE_CHARS`].
-fn title(prompt: &str) -> Option<String> {
+pub(crate) fn title(prompt: &str) -> Option<String> {
     let folded = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut title: String = folded.chars().take(TITLE_CHARS).collect();
     if folded.chars().count() > TITLE_CHARS {
@@ -39,7 +39,7 @@ fn title(prompt: &str) -> Option<String> {
 }
 
 /// The first prompt a person typed in a live session.
-fn title_of(session: &Session) -> Option<String> {
+pub(crate) fn title_of(session: &Session) -> Option<String> {
     session.with_events(|events| {
         events.iter().find_map(|e| match &e.kind {
             EventKind::UserMessage(m) if m.source == MessageSource::User => title(&m.text()),

@@ -6,10 +6,12 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{NewSessionRequest, NewSessionResponse};
 use agent_client_protocol::{Client, Error};
 use dsh_agent::CreateAgentOptions;
-use dsh_session::{SessionId, SessionMeta};
+use dsh_session::{EventDraft, EventKind, Persistence, SessionId, SessionMeta};
 
 use crate::bridge::Bridge;
+use crate::editor::EditorOffer;
 use crate::errors::{chain, internal, invalid};
+use crate::models;
 use crate::modes::Mode;
 use crate::record::{SessionRecord, SessionState, wire_id, wiring};
 use crate::teardown::retire;
@@ -55,6 +57,28 @@ pub(crate) async fn publish_or_dispose(
     }
 }
 
+/// The plugin event that marks a session an editor created: a session file holds a header
+/// and at least one event, so without it a session never prompted would have no file.
+pub(crate) const CREATED_EVENT: &str = "acp/session-created";
+
+/// Makes a fresh session durable before its id is handed out, so the editor can load it after
+/// a restart even if it was never prompted. Without persistence there is nothing to do.
+async fn persist_created(bridge: &Bridge, handle: &dsh_agent::AgentHandle) -> Result<(), Error> {
+    if bridge.ctx.get::<dyn Persistence>().is_none() {
+        return Ok(());
+    }
+    let session = handle.agent().session();
+    let failed = |e: &dyn std::error::Error| internal(format!("cannot save the new session: {e}"));
+    // Ignorable: the conversation does not depend on it, so any reader may skip it.
+    let mut draft = EventDraft::new(EventKind::other(
+        CREATED_EVENT,
+        serde_json::json!({ "via": "session/new" }),
+    ));
+    draft.ignorable = true;
+    session.append_draft(draft).map_err(|e| failed(&e))?;
+    bridge.store.flush(session).await.map_err(|e| failed(&e))
+}
+
 /// Creates a session: a new agent whose id is the ACP `sessionId`, working in `cwd`, persisted
 /// like any other when persistence is mounted.
 pub(crate) async fn new_session(
@@ -82,7 +106,13 @@ pub(crate) async fn new_session(
                 },
                 agent_options: bridge.options.agent_options.clone(),
                 setup: Some(crate::mcp::with_servers(
-                    wiring(state.clone(), &bridge.options, bridge.owns_approver, false),
+                    wiring(
+                        state.clone(),
+                        &bridge.options,
+                        bridge.owns_approver,
+                        false,
+                        EditorOffer::of(&bridge),
+                    ),
                     servers,
                     request.cwd.clone(),
                     state.clone(),
@@ -93,7 +123,21 @@ pub(crate) async fn new_session(
         )
         .await
         .map_err(|e| internal(format!("cannot create the session: {}", chain(&e))))?;
-    publish_or_dispose(&bridge, Arc::new(SessionRecord { state, handle })).await?;
+    if let Err(e) = persist_created(&bridge, &handle).await {
+        handle.dispose().await;
+        return Err(e);
+    }
+    publish_or_dispose(
+        &bridge,
+        Arc::new(SessionRecord {
+            state: state.clone(),
+            handle,
+        }),
+    )
+    .await?;
     tracing::info!(session = %id, cwd = %request.cwd.display(), "ACP session created");
-    Ok(NewSessionResponse::new(wire_id(&id)).modes(Mode::state(mode)))
+    let options = models::config_options(&bridge, &state);
+    Ok(NewSessionResponse::new(wire_id(&id))
+        .modes(Mode::state(mode))
+        .config_options((!options.is_empty()).then_some(options)))
 }

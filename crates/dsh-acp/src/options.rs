@@ -38,6 +38,12 @@ pub struct AcpOptions {
     pub mutating_tools: Vec<String>,
     /// Extra per-agent composition, run for every bridge-created or resumed agent.
     pub agent_setup: Option<AgentSetupHook>,
+    /// Whether `read`/`write`/`edit` go through the editor (`fs/*`) when it offers that.
+    pub editor_files: bool,
+    /// Whether foreground `bash` runs in the editor's terminals when it offers them. A front
+    /// end that sandboxes commands turns this off: dsh cannot confine a process the editor
+    /// spawns.
+    pub editor_terminals: bool,
     /// The implementation name reported by `initialize`.
     pub agent_name: String,
     /// The implementation version reported by `initialize`.
@@ -51,6 +57,8 @@ impl Default for AcpOptions {
             approval: ApprovalPolicy::default(),
             mutating_tools: ["bash", "write", "edit"].map(str::to_owned).to_vec(),
             agent_setup: None,
+            editor_files: true,
+            editor_terminals: true,
             agent_name: "dsh".to_owned(),
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -90,6 +98,8 @@ impl fmt::Debug for AcpOptions {
             .field("approval", &self.approval)
             .field("mutating_tools", &self.mutating_tools)
             .field("agent_setup", &self.agent_setup.is_some())
+            .field("editor_files", &self.editor_files)
+            .field("editor_terminals", &self.editor_terminals)
             .field("agent_name", &self.agent_name)
             .field("agent_version", &self.agent_version)
             .finish()

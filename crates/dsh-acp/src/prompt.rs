@@ -13,7 +13,7 @@ use dsh_agent::{AgentRef, CancelCause, CancelOptions, same_agent};
 use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
 
 use crate::bridge::Bridge;
-use crate::errors::{internal, invalid};
+use crate::errors::{internal, invalid, unknown_session};
 use crate::record::SessionRecord;
 use crate::settle::Inflight;
 
@@ -64,13 +64,13 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
         return Err(internal("bridge has been disposed"));
     }
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge
-        .record(&id)
-        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let state = &record.state;
     let message = Message::user(Vec::new(), MessageSource::User);
     let inflight = Inflight::new(message.id.clone());
     state.reserve_slot(&inflight)?;
+    // Looked at before the enqueue: an idle agent logs the prompt before `followup` returns.
+    let prompted_before = crate::list::title_of(record.agent().session()).is_some();
     let queued = (|| {
         let text = render(&request.prompt)?;
         let agent = record.agent();
@@ -88,9 +88,16 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
             .followup(message)
             .map_err(|e| internal(format!("prompt was not queued: {e}")))
     })();
-    if let Err(e) = queued {
-        state.release_slot(&inflight);
-        return Err(e);
+    match queued {
+        Err(e) => {
+            state.release_slot(&inflight);
+            return Err(e);
+        }
+        Ok(_) => {
+            if let Ok(text) = render(&request.prompt) {
+                state.title_from(&text, prompted_before);
+            }
+        }
     }
     Ok(Admitted { record, inflight })
 }

@@ -3,24 +3,31 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CurrentModeUpdate, SessionInfoUpdate, SessionModeId, SessionUpdate, ToolCallId, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
 use dsh_kernel::{BoxError, Context, ScopeTag};
 use dsh_session::{EventKind, SessionEventFired, SessionId};
-use dsh_tools::ToolRuntime;
+use dsh_tools::{ToolRuntime, ToolsExecute};
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::editor::EditorOffer;
 use crate::errors::invalid;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::permission;
 use crate::settle::Inflight;
+use crate::terminal::TerminalCards;
 use crate::translate::Source;
 use crate::updates::UpdateQueue;
 
@@ -40,8 +47,14 @@ pub(crate) struct SessionState {
     /// Fired when the bridge lets go of the session (close, disconnect, teardown): pending
     /// permission questions fail closed.
     pub(crate) closed: CancellationToken,
+    /// Which call runs in which editor terminal (for the cards).
+    pub(crate) terminals: Arc<TerminalCards>,
     slot: Mutex<Option<Arc<Inflight>>>,
     mode: Mutex<Mode>,
+    /// The model chosen in this session, if any (else the configured one).
+    model: Mutex<Option<String>>,
+    /// Whether the session has a title (its first prompt) the editor was told about.
+    titled: AtomicBool,
     always_allowed: Mutex<HashSet<String>>,
     bound: Mutex<Bound>,
 }
@@ -61,14 +74,18 @@ impl SessionState {
         tools: Arc<ToolRuntime>,
         mode: Mode,
     ) -> Arc<SessionState> {
+        let terminals = Arc::new(TerminalCards::default());
         Arc::new(SessionState {
-            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone()),
+            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone(), terminals.clone()),
+            terminals,
             id,
             conn,
             tools,
             closed: CancellationToken::new(),
             slot: Mutex::new(None),
             mode: Mutex::new(mode),
+            model: Mutex::new(None),
+            titled: AtomicBool::new(false),
             always_allowed: Mutex::new(HashSet::new()),
             bound: Mutex::new(Bound::default()),
         })
@@ -116,6 +133,43 @@ impl SessionState {
     /// Switches the mode; `true` when it changed.
     pub(crate) fn set_mode(&self, mode: Mode) -> bool {
         std::mem::replace(&mut *self.mode.lock(), mode) != mode
+    }
+
+    /// Switches the mode and, when it changed, tells the client (`current_mode_update`).
+    pub(crate) fn switch_mode(&self, mode: Mode) {
+        if self.set_mode(mode) {
+            self.updates
+                .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    SessionModeId::new(mode.id()),
+                )));
+        }
+    }
+
+    /// The model chosen in this session, if any.
+    pub(crate) fn model(&self) -> Option<String> {
+        self.model.lock().clone()
+    }
+
+    /// Chooses the session's model for its next requests.
+    pub(crate) fn set_model(&self, model: &str) {
+        *self.model.lock() = Some(model.to_owned());
+    }
+
+    /// Titles the session after its first prompt (`session_info_update`), once: the editor's
+    /// thread list then shows what the session is about. A session that already had a prompt
+    /// (a loaded one) keeps the title it was listed with.
+    /// `prompted_before` says whether the log held a prompt before this one.
+    pub(crate) fn title_from(&self, prompt: &str, prompted_before: bool) {
+        if self.titled.swap(true, Ordering::AcqRel) || prompted_before {
+            return;
+        }
+        if let Some(title) = crate::list::title(prompt) {
+            self.updates.update(SessionUpdate::SessionInfoUpdate(
+                SessionInfoUpdate::new()
+                    .title(title)
+                    .updated_at(crate::list::iso8601(dsh_session::now_ms())),
+            ));
+        }
     }
 
     /// Whether the person chose "allow always" for `tool` in this session.
@@ -176,6 +230,7 @@ pub(crate) fn wiring(
     options: &AcpOptions,
     asks_through_approver: bool,
     replay: bool,
+    offer: EditorOffer,
 ) -> Setup {
     let extra = options.agent_setup.as_ref().map(|hook| hook());
     let options = options.clone();
@@ -195,6 +250,8 @@ pub(crate) fn wiring(
                 }
             }
             listen(&ctx, &state, &agent)?;
+            offer.install(&ctx, &state)?;
+            crate::models::install(&ctx, &state)?;
             permission::install_policy(&ctx, state.clone(), options, asks_through_approver)?;
             Ok(commit)
         }
@@ -217,6 +274,32 @@ fn listen(ctx: &Context, state: &Arc<SessionState>, agent: &AgentRef) -> Result<
             inflight.turn_ended(end.turn, &end.reason);
         }
         s.updates.event(notice.event.clone(), Source::Live);
+    })?;
+    // A call's card is announced `pending` (it may still wait for permission); it turns
+    // `in_progress` when its body is dispatched, i.e. after any approval.
+    let s = state.clone();
+    let _ = ctx.on_waterfall::<ToolsExecute, _>(move |call, next| {
+        let s = s.clone();
+        async move {
+            let own = call
+                .exec()
+                .caller
+                .as_ref()
+                .is_some_and(|c| c.agent_id == s.id);
+            let call_id = call.exec().call_id.clone();
+            if !own {
+                return next.run(call).await;
+            }
+            s.updates
+                .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    ToolCallId::new(call_id.as_str()),
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                )));
+            s.terminals.started(&call_id);
+            let result = next.run(call).await;
+            s.terminals.finished(&call_id);
+            result
+        }
     })?;
     let s = state.clone();
     let _ = ctx.on::<InboxClaimed>(move |claim| {

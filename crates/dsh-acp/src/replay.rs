@@ -15,7 +15,9 @@ use dsh_agent::ResumeAgentOptions;
 use dsh_session::{Persistence, PersistenceError, SessionId};
 
 use crate::bridge::Bridge;
-use crate::errors::{chain, internal, invalid};
+use crate::editor::EditorOffer;
+use crate::errors::{chain, internal, invalid, unknown_session};
+use crate::models;
 use crate::modes::Mode;
 use crate::open::{check_workspace, publish_or_dispose};
 use crate::record::{SessionRecord, SessionState, wiring};
@@ -33,6 +35,9 @@ pub(crate) async fn load_session(
         internal("session/load needs session persistence, which is not configured")
     })?;
     let id = SessionId::new(&*request.session_id.0);
+    if let Some(record) = bridge.record(&id) {
+        return reload(&bridge, &record, &request).await;
+    }
     bridge.reserve_load(&id)?;
     let loaded = resume(&bridge, persistence.as_ref(), &id, &request, conn).await;
     if loaded.is_err() {
@@ -55,7 +60,7 @@ async fn resume(
     }
     // The workspace check happens before any agent is built: a mismatch builds nothing.
     let stored = persistence.load(id).await.map_err(|e| match e {
-        PersistenceError::NotFound { .. } => invalid(format!("unknown session: {id}")),
+        PersistenceError::NotFound { .. } => unknown_session(id),
         // An id no session can have (say, empty) is the client's mistake, not our failure.
         invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
         other => internal(format!("cannot load session {id}: {}", chain(&other))),
@@ -82,7 +87,13 @@ async fn resume(
     let mut options = ResumeAgentOptions::new(id.clone());
     options.agent_options = bridge.options.agent_options.clone();
     options.setup = Some(crate::mcp::with_servers(
-        wiring(state.clone(), &bridge.options, bridge.owns_approver, true),
+        wiring(
+            state.clone(),
+            &bridge.options,
+            bridge.owns_approver,
+            true,
+            EditorOffer::of(bridge),
+        ),
         servers,
         request.cwd.clone(),
         state.clone(),
@@ -103,7 +114,41 @@ async fn resume(
     .await?;
     state.updates.drained().await;
     tracing::info!(session = %id, "ACP session loaded");
-    Ok(LoadSessionResponse::new().modes(Mode::state(mode)))
+    let options = models::config_options(bridge, &state);
+    Ok(LoadSessionResponse::new()
+        .modes(Mode::state(mode))
+        .config_options((!options.is_empty()).then_some(options)))
+}
+
+/// `session/load` of a session this connection already has live: its conversation is
+/// replayed again (an editor reopening a thread expects the history, as codex-acp sends it),
+/// in order with whatever the live stream delivers, and the answer follows the replay.
+async fn reload(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    request: &LoadSessionRequest,
+) -> Result<LoadSessionResponse, Error> {
+    let id = &record.state.id;
+    let (_, cwd) = record.state.presentation_scope();
+    if let Some(cwd) = cwd
+        && !same_dir(&cwd, &request.cwd)
+    {
+        return Err(invalid(format!(
+            "session {id} belongs to {}, not {}",
+            cwd.display(),
+            request.cwd.display()
+        )));
+    }
+    record
+        .state
+        .updates
+        .replay(record.agent().session().events());
+    record.state.updates.drained().await;
+    tracing::debug!(session = %id, "ACP session replayed again");
+    let options = models::config_options(bridge, &record.state);
+    Ok(LoadSessionResponse::new()
+        .modes(Mode::state(record.state.mode()))
+        .config_options((!options.is_empty()).then_some(options)))
 }
 
 /// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a

@@ -12,24 +12,25 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
-    CloseSessionRequest, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, LoadSessionRequest, McpCapabilities, NewSessionRequest,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionListCapabilities, SessionModeId, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse,
+    CloseSessionRequest, ContentBlock, ContentChunk, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpCapabilities,
+    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
-use agent_client_protocol::{Agent, Error, JsonRpcResponse, Lines};
+use agent_client_protocol::{Agent, Error, JsonRpcResponse};
 use dsh_kernel::Context;
 use dsh_session::SessionId;
 use futures::FutureExt;
 
 use crate::bridge::Bridge;
-use crate::errors::{AcpError, invalid};
-use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
+use crate::errors::{AcpError, invalid, is_client_error, unknown_session};
+use crate::hangup::Hangup;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::settle::settle;
-use crate::{frames, list, open, prompt, replay, teardown};
+use crate::{commands, frames, list, models, open, prompt, replay, teardown};
 
 /// Runs the ACP agent side of one connection until the client closes its end, then tears every
 /// session it created down and returns.
@@ -85,12 +86,7 @@ where
 {
     let bridge = Bridge::new(&ctx, options)?;
     let hangup = Hangup::default();
-    let input = WatchedInput::new(input, hangup.clone());
-    let output = WatchedOutput::new(output, hangup.clone());
-    let transport = Lines::new(
-        frames::outgoing(output),
-        frames::incoming(input, frames::MAX_FRAME_BYTES),
-    );
+    let transport = frames::watched(input, output, hangup.clone());
     // One teardown shared by both ends of the connection. It may start inside the connection
     // (on `stop`) and be cut off there when the transport fails; the clone awaited below then
     // drives the same future to its end instead of starting over without the records.
@@ -110,18 +106,9 @@ where
             Ok(())
         })
         .await;
-    let served = match served {
-        // Frames still in flight when an editor quits fail to write: that is its goodbye.
-        Err(error) if hangup.happened() => {
-            tracing::debug!(%error, "the ACP client hung up with frames in flight");
-            Ok(())
-        }
-        Err(error) => {
-            tracing::warn!(%error, "ACP connection ended with an error");
-            Err(error)
-        }
-        Ok(()) => Ok(()),
-    };
+    let served = hangup.excuse(served).inspect_err(|error| {
+        tracing::warn!(%error, "ACP connection ended with an error");
+    });
     quiesce.await;
     served.map_err(AcpError::Transport)
 }
@@ -133,21 +120,84 @@ where
     T: JsonRpcResponse,
     F: Future<Output = Result<T, Error>> + Send + 'static,
 {
+    answer_then(bridge, responder, work, |_| {});
+}
+
+/// [`answer`], then `after` with a successful answer: what must reach the client only once it
+/// knows the session (updates about a session it has not been told about would be dropped).
+fn answer_then<T, F, A>(bridge: &Bridge, responder: Responder<T>, work: F, after: A)
+where
+    T: JsonRpcResponse + Clone,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    A: FnOnce(&T) + Send + 'static,
+{
     bridge.tasks.spawn(async move {
         let result = work.await;
+        log_refusal(&result);
+        let done = result.as_ref().ok().cloned();
         if let Err(error) = responder.respond_with_result(result) {
             tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
+        }
+        if let Some(done) = done {
+            after(&done);
         }
     });
 }
 
+/// Tells the client which slash commands the session takes.
+fn advertise_commands(bridge: &Bridge, id: &SessionId) {
+    if let Some(record) = bridge.record(id) {
+        record.state.updates.update(commands::advertised());
+    }
+}
+
+/// `session/set_config_option`: the session's model.
+fn set_config_option(
+    bridge: &Bridge,
+    request: &SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, Error> {
+    let id = SessionId::new(&*request.session_id.0);
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
+    if &*request.config_id.0 != models::MODEL_OPTION {
+        return Err(invalid(format!(
+            "unknown config option: {}",
+            request.config_id.0
+        )));
+    }
+    let value = request
+        .value
+        .as_value_id()
+        .ok_or_else(|| invalid("the model option takes a value id"))?;
+    models::choose(bridge, &record.state, &value.0)?;
+    Ok(SetSessionConfigOptionResponse::new(models::config_options(
+        bridge,
+        &record.state,
+    )))
+}
+
 fn reply<T: JsonRpcResponse>(responder: Responder<T>, result: Result<T, Error>) {
+    log_refusal(&result);
     if let Err(error) = responder.respond_with_result(result) {
         tracing::debug!(%error, "cannot answer an ACP request (client gone?)");
     }
 }
 
-fn initialize(bridge: &Bridge) -> InitializeResponse {
+/// Logs an error answer: a client's mistake (unknown session, bad params) at debug level, so
+/// an editor probing sessions does not fill the log with warnings; our own failures as
+/// warnings.
+pub(crate) fn log_refusal<T>(result: &Result<T, Error>) {
+    if let Err(error) = result {
+        if is_client_error(error) {
+            tracing::debug!(code = error.code.value(), message = %error.message, "ACP request refused");
+        } else {
+            tracing::warn!(code = error.code.value(), message = %error.message, "ACP request failed");
+        }
+    }
+}
+
+/// The `initialize` answer: protocol v1, what dsh supports, and who it is. Shared with the
+/// unconfigured agent, which must look the same to the editor until a session is asked for.
+pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         // Stdio MCP servers are the baseline; streamable HTTP ones are supported too.
@@ -167,26 +217,23 @@ fn initialize(bridge: &Bridge) -> InitializeResponse {
         .agent_capabilities(capabilities)
         .auth_methods(Vec::new())
         .agent_info(Implementation::new(
-            bridge.options.agent_name.clone(),
-            bridge.options.agent_version.clone(),
+            options.agent_name.clone(),
+            options.agent_version.clone(),
         ))
+}
+
+/// `initialize`: remembers what the editor offers (its files and terminals), then answers.
+fn initialize(bridge: &Bridge, request: &InitializeRequest) -> InitializeResponse {
+    bridge.set_client_capabilities(request.client_capabilities.clone());
+    initialize_response(&bridge.options)
 }
 
 fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Error> {
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge
-        .record(&id)
-        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let mode = Mode::from_id(&request.mode_id.0)
         .ok_or_else(|| invalid(format!("unknown mode: {}", request.mode_id.0)))?;
-    if record.state.set_mode(mode) {
-        record
-            .state
-            .updates
-            .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                SessionModeId::new(mode.id()),
-            )));
-    }
+    record.state.switch_mode(mode);
     Ok(())
 }
 
@@ -199,7 +246,9 @@ fn connection(
     let builder = Agent.v1().name("dsh-acp");
     let b = bridge.clone();
     let builder = builder.on_receive_request(
-        async move |_request: InitializeRequest, responder, _cx| responder.respond(initialize(&b)),
+        async move |request: InitializeRequest, responder, _cx| {
+            responder.respond(initialize(&b, &request))
+        },
         agent_client_protocol::on_receive_request!(),
     );
     let builder = builder.on_receive_request(
@@ -211,7 +260,11 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: NewSessionRequest, responder, cx| {
-            answer(&b, responder, open::new_session(b.clone(), request, cx));
+            let work = open::new_session(b.clone(), request, cx);
+            let after = b.clone();
+            answer_then(&b, responder, work, move |response| {
+                advertise_commands(&after, &SessionId::new(&*response.session_id.0));
+            });
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),
@@ -219,7 +272,12 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: LoadSessionRequest, responder, cx| {
-            answer(&b, responder, replay::load_session(b.clone(), request, cx));
+            let id = SessionId::new(&*request.session_id.0);
+            let work = replay::load_session(b.clone(), request, cx);
+            let after = b.clone();
+            answer_then(&b, responder, work, move |_| {
+                advertise_commands(&after, &id)
+            });
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),
@@ -257,6 +315,14 @@ fn connection(
         agent_client_protocol::on_receive_notification!(),
     );
     let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+            reply(responder, set_config_option(&b, &request));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
     builder.on_receive_request(
         async move |request: SetSessionModeRequest, responder, _cx| {
             mode_request(&b, &request, responder);
@@ -269,6 +335,22 @@ fn connection(
 /// `session/prompt`: admitted in the dispatch loop, settled outside it. A `$/cancel_request`
 /// for the prompt means what `session/cancel` means; the answer is still sent, as `cancelled`.
 fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
+    if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
+        && let Ok(text) = prompt::render(&request.prompt)
+        && let Some(out) = commands::run(bridge, &record, &text)
+    {
+        // A slash command: no model request; its answer streams like a reply.
+        record
+            .state
+            .updates
+            .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::from(out),
+            )));
+        return answer(bridge, responder, async move {
+            record.state.updates.drained().await;
+            Ok(PromptResponse::new(StopReason::EndTurn))
+        });
+    }
     let admitted = match prompt::admit(bridge, request) {
         Ok(admitted) => admitted,
         Err(e) => return reply(responder, Err(e)),

@@ -102,9 +102,9 @@ fn outcome(cancelled: bool, p: &Progress) -> Result<StopReason, Error> {
         Some(TurnEndReason::Error { error }) => {
             Err(internal(format!("turn failed: {}", error.message)))
         }
-        Some(TurnEndReason::Completed | TurnEndReason::Blocked | TurnEndReason::MaxTokens) => {
-            Ok(StopReason::EndTurn)
-        }
+        Some(TurnEndReason::Completed | TurnEndReason::Blocked) => Ok(StopReason::EndTurn),
+        // ACP has its own stop reason for it; clients offer to continue.
+        Some(TurnEndReason::MaxTokens) => Ok(StopReason::MaxTokens),
         Some(TurnEndReason::Aborted {
             reason: CancelCause::Hook { .. },
         }) => Ok(StopReason::EndTurn),
@@ -169,7 +169,7 @@ mod tests {
         );
         assert_eq!(
             ok(ended(TurnEndReason::MaxTokens), false),
-            Some(StopReason::EndTurn)
+            Some(StopReason::MaxTokens)
         );
         assert_eq!(
             ok(ended(TurnEndReason::Blocked), false),

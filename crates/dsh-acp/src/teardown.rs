@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{CloseSessionRequest, CloseSessionRespons
 use dsh_session::SessionId;
 
 use crate::bridge::{Bridge, BridgeClosing};
-use crate::errors::invalid;
+use crate::errors::unknown_session;
 use crate::prompt::cancel_record;
 use crate::record::SessionRecord;
 
@@ -36,9 +36,7 @@ pub(crate) async fn close_session(
     request: CloseSessionRequest,
 ) -> Result<CloseSessionResponse, Error> {
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge
-        .remove(&id)
-        .ok_or_else(|| invalid(format!("unknown session: {id}")))?;
+    let record = bridge.remove(&id).ok_or_else(|| unknown_session(&id))?;
     retire(record).await;
     Ok(CloseSessionResponse::new())
 }

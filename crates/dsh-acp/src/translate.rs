@@ -19,6 +19,8 @@ use dsh_session::{
 use dsh_tools::{Tool, ToolCallResult, ToolKind, ToolPresentation, ToolRuntime, parse_arguments};
 use serde_json::Value;
 
+use crate::terminal::{TerminalCards, terminal_content};
+
 /// Where an event comes from: the live feed streams raw deltas; a replay shows the committed
 /// messages (so a failed attempt's discarded deltas never reappear) and the user's prompts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +46,8 @@ pub(crate) struct Translator {
     cwd: Option<PathBuf>,
     calls: HashMap<CallId, PendingCall>,
     context_window: Option<u64>,
+    /// Calls that ran in an editor terminal (live only; a replay shows their text).
+    terminals: Option<Arc<TerminalCards>>,
 }
 
 fn text_block(text: impl Into<String>) -> AcpBlock {
@@ -117,7 +121,14 @@ impl Translator {
             cwd: None,
             calls: HashMap::new(),
             context_window: None,
+            terminals: None,
         }
+    }
+
+    /// The same translator, showing the editor terminal a call ran in on its result card.
+    pub(crate) fn with_terminals(mut self, terminals: Arc<TerminalCards>) -> Self {
+        self.terminals = Some(terminals);
+        self
     }
 
     /// Binds the agent's routing tag (so its scoped tools present their own calls) and its
@@ -125,6 +136,15 @@ impl Translator {
     pub(crate) fn bind(&mut self, tag: Option<ScopeTag>, cwd: Option<PathBuf>) {
         self.tag = tag;
         self.cwd = cwd;
+    }
+
+    /// A translator with the same binding and no pending calls, for a replay that must not
+    /// disturb the live stream's state.
+    pub(crate) fn fresh(&self) -> Self {
+        let mut t = Translator::new(self.tools.clone());
+        t.bind(self.tag.clone(), self.cwd.clone());
+        t.context_window = self.context_window;
+        t
     }
 
     fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -293,7 +313,9 @@ impl Translator {
         let mut call = AcpToolCall::new(ToolCallId::new(c.call_id.as_str()), card.title)
             .name(c.name.clone())
             .kind(card.kind)
-            .status(ToolCallStatus::InProgress)
+            // Announced before approval and dispatch; `in_progress` follows when the body
+            // starts (the `tools/execute` listener of the session).
+            .status(ToolCallStatus::Pending)
             .content(card.content)
             .raw_input(args.clone());
         if let Some(locations) = self.locations(&args) {
@@ -319,6 +341,7 @@ impl Translator {
             _ => None,
         })?;
         let call = self.calls.remove(&call_id);
+        let terminal = self.terminals.as_ref().and_then(|t| t.take(&call_id));
         let result = ToolCallResult {
             content,
             is_error,
@@ -333,30 +356,34 @@ impl Translator {
                 .and_then(|t| presented(|| t.present_result(&call.args, &result))),
             _ => None,
         };
-        let content = match presentation {
-            Some(ToolPresentation::Diff {
-                path,
-                old_text,
-                new_text,
-            }) => vec![ToolCallContent::from(
-                Diff::new(self.resolve(&path), new_text).old_text(old_text),
-            )],
-            Some(ToolPresentation::Terminal { output, exit, .. }) => {
-                let output = output.unwrap_or_else(|| text.clone());
-                vec![ToolCallContent::from(text_block(console(&output, exit)))]
-            }
-            _ => {
-                let diff = call
-                    .as_ref()
-                    .filter(|_| !is_error)
-                    .and_then(|c| self.argument_diff(&c.name, &c.args));
-                let mut content: Vec<ToolCallContent> =
-                    diff.map(ToolCallContent::from).into_iter().collect();
-                if !text.is_empty() {
-                    content.push(ToolCallContent::from(text_block(text.clone())));
+        let content = match (terminal, presentation) {
+            // The card keeps the terminal the command ran in (released, still shown).
+            (Some(terminal), _) => vec![terminal_content(terminal)],
+            (None, presentation) => match presentation {
+                Some(ToolPresentation::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                }) => vec![ToolCallContent::from(
+                    Diff::new(self.resolve(&path), new_text).old_text(old_text),
+                )],
+                Some(ToolPresentation::Terminal { output, exit, .. }) => {
+                    let output = output.unwrap_or_else(|| text.clone());
+                    vec![ToolCallContent::from(text_block(console(&output, exit)))]
                 }
-                content
-            }
+                _ => {
+                    let diff = call
+                        .as_ref()
+                        .filter(|_| !is_error)
+                        .and_then(|c| self.argument_diff(&c.name, &c.args));
+                    let mut content: Vec<ToolCallContent> =
+                        diff.map(ToolCallContent::from).into_iter().collect();
+                    if !text.is_empty() {
+                        content.push(ToolCallContent::from(text_block(text.clone())));
+                    }
+                    content
+                }
+            },
         };
         let status = if is_error {
             ToolCallStatus::Failed

@@ -19,11 +19,13 @@ use dsh_tools::ToolRuntime;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::record::wire_id;
+use crate::terminal::TerminalCards;
 use crate::translate::{Source, Translator};
 
 enum Item {
     Bind(Option<ScopeTag>, Option<PathBuf>),
     Event(Arc<SessionEvent>, Source),
+    Replay(Vec<Arc<SessionEvent>>),
     Update(Box<SessionUpdate>),
     Drained(oneshot::Sender<()>),
 }
@@ -41,9 +43,11 @@ impl UpdateQueue {
         id: SessionId,
         conn: ConnectionTo<Client>,
         tools: Arc<ToolRuntime>,
+        terminals: Arc<TerminalCards>,
     ) -> UpdateQueue {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(deliver(id, conn, Translator::new(tools), rx));
+        let translator = Translator::new(tools).with_terminals(terminals);
+        tokio::spawn(deliver(id, conn, translator, rx));
         UpdateQueue { tx }
     }
 
@@ -62,6 +66,13 @@ impl UpdateQueue {
     /// Enqueues one committed event.
     pub(crate) fn event(&self, event: Arc<SessionEvent>, source: Source) {
         self.push(Item::Event(event, source));
+    }
+
+    /// Enqueues a replay of `events` (a `session/load` of a session that is already live):
+    /// translated by a fresh translator, so the live one's pending calls are untouched, and
+    /// in order with the live stream.
+    pub(crate) fn replay(&self, events: Vec<Arc<SessionEvent>>) {
+        self.push(Item::Replay(events));
     }
 
     /// Enqueues an update that does not come from the log (a mode change).
@@ -99,6 +110,14 @@ async fn deliver(
             Item::Event(event, source) => {
                 for update in translator.translate(&event, source) {
                     send(update);
+                }
+            }
+            Item::Replay(events) => {
+                let mut replay = translator.fresh();
+                for event in &events {
+                    for update in replay.translate(event, Source::Replay) {
+                        send(update);
+                    }
                 }
             }
             Item::Update(update) => send(*update),

@@ -13,144 +13,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{SessionUpdate, StopReason, ToolCallStatus};
+use common::child::*;
 use common::*;
 use dsh_session::{EventKind, SessionEvent, TurnEndReason, check_balanced};
 use dsh_testkit::{MockResponse, MockServer};
-
-/// Where `cargo build -p dsh-cli` put the binary for this target directory and profile.
-fn binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    // <target>/<profile>/deps/<test>-<hash>
-    let profile_dir = exe.parent()?.parent()?;
-    let bin = profile_dir.join(format!("dsh{}", std::env::consts::EXE_SUFFIX));
-    if !bin.is_file() {
-        eprintln!(
-            "skipped: no dsh binary at {} (run `cargo build -p dsh-cli` with the same target dir)",
-            bin.display()
-        );
-        return None;
-    }
-    let help = std::process::Command::new(&bin)
-        .args(["acp", "--help"])
-        .env("DSH_HOME", std::env::temp_dir())
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
-    if !help.status.success() {
-        eprintln!("skipped: {} has no `acp` subcommand yet", bin.display());
-        return None;
-    }
-    Some(bin)
-}
-
-/// A running `dsh acp` child with its own home, workspace and mock provider.
-struct Child {
-    process: tokio::process::Child,
-    home: tempfile::TempDir,
-    stderr: PathBuf,
-    conn: Option<Conn>,
-}
-
-async fn spawn(bin: &Path, server: &MockServer) -> Child {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = home.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    let stderr = home.path().join("stderr.log");
-    let mut process = tokio::process::Command::new(bin)
-        .arg("acp")
-        .current_dir(&workspace)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("DSH_HOME", home.path())
-        .env("DEEPSEEK_BASE_URL", server.url())
-        .env("DEEPSEEK_API_KEY", "test-key")
-        .env("DSH_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdin = process.stdin.take().unwrap();
-    let stdout = process.stdout.take().unwrap();
-    let conn = Conn::over(stdout, stdin, workspace).await;
-    Child {
-        process,
-        home,
-        stderr,
-        conn: Some(conn),
-    }
-}
-
-impl Child {
-    fn conn(&mut self) -> &mut Conn {
-        self.conn.as_mut().unwrap()
-    }
-
-    /// Closes the client's end (stdin) and waits, polling with a bounded deadline, for the
-    /// process to exit; returns its exit code and how long it took.
-    async fn close_stdin_and_wait(&mut self, deadline: Duration) -> (Option<i32>, Duration) {
-        let conn = self.conn.take().unwrap();
-        let started = Instant::now();
-        conn.begin_disconnect();
-        let _ = conn.served().await;
-        let status = tokio::time::timeout(deadline, self.process.wait()).await;
-        let elapsed = started.elapsed();
-        match status {
-            Ok(Ok(status)) => {
-                if !status.success() {
-                    eprintln!(
-                        "{}",
-                        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-                    );
-                }
-                (status.code(), elapsed)
-            }
-            _ => {
-                let _ = self.process.start_kill();
-                eprintln!(
-                    "{}",
-                    std::fs::read_to_string(&self.stderr).unwrap_or_default()
-                );
-                (None, elapsed)
-            }
-        }
-    }
-
-    /// Every session file under `$DSH_HOME/sessions`, parsed.
-    fn session_files(&self) -> Vec<(PathBuf, Vec<Arc<SessionEvent>>)> {
-        let mut files = Vec::new();
-        let mut dirs = vec![self.home.path().join("sessions")];
-        while let Some(dir) = dirs.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "jsonl") {
-                    let text = std::fs::read_to_string(&path).unwrap();
-                    let events = text
-                        .lines()
-                        .skip(1) // the header
-                        .filter(|l| !l.trim().is_empty())
-                        .map(|l| Arc::new(serde_json::from_str::<SessionEvent>(l).unwrap()))
-                        .collect();
-                    files.push((path, events));
-                }
-            }
-        }
-        files
-    }
-}
 
 fn last_turn_end(events: &[Arc<SessionEvent>]) -> Option<TurnEndReason> {
     events.iter().rev().find_map(|e| match &e.kind {
@@ -183,7 +53,7 @@ async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_
     let result = updates
         .iter()
         .find_map(|n| match &n.update {
-            SessionUpdate::ToolCallUpdate(u) => Some(u.clone()),
+            SessionUpdate::ToolCallUpdate(u) if u.fields.content.is_some() => Some(u.clone()),
             _ => None,
         })
         .unwrap();

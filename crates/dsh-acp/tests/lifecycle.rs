@@ -183,7 +183,7 @@ async fn session_close_disposes_only_that_session() {
         StopReason::EndTurn
     );
     let e = conn.prompt_now(&closing, "hi").await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND);
     conn.disconnect().await.unwrap();
 }
 
@@ -216,7 +216,12 @@ async fn session_load_replays_the_stored_conversation_then_continues_live() {
     assert!(replay.iter().all(|n| *n.session_id.0 == *id));
     let shape: Vec<String> = replay
         .iter()
-        .filter(|n| !matches!(n.update, SessionUpdate::UsageUpdate(_)))
+        .filter(|n| {
+            !matches!(
+                n.update,
+                SessionUpdate::UsageUpdate(_) | SessionUpdate::AvailableCommandsUpdate(_)
+            )
+        })
         .map(|n| match chunk_text(&n.update) {
             Some((kind, text)) => format!("{kind}:{text}"),
             None => kind_of(&n.update).to_owned(),
@@ -247,14 +252,29 @@ async fn session_load_replays_the_stored_conversation_then_continues_live() {
     let sent = h.adapter.requests().pop().unwrap();
     assert!(sent.messages.iter().any(|m| m.text() == "ping"));
     assert!(sent.messages.iter().any(|m| m.text() == "first answer"));
-    // Loading it again while it is loaded is refused.
-    let e = second
+    // Loading it again while it is loaded replays it again (as codex-acp does), both turns.
+    second
         .cx
         .send_request(LoadSessionRequest::new(id.clone(), second.cwd.clone()))
         .block_task()
         .await
-        .unwrap_err();
-    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        .unwrap();
+    let again: Vec<String> = second
+        .received()
+        .iter()
+        .filter_map(|n| chunk_text(&n.update))
+        .filter(|(kind, _)| *kind != "thought")
+        .map(|(kind, text)| format!("{kind}:{text}"))
+        .collect();
+    assert_eq!(
+        again,
+        [
+            "user:ping",
+            "agent:first answer",
+            "user:more",
+            "agent:second answer"
+        ]
+    );
     second.disconnect().await.unwrap();
     // The file is balanced and holds both turns.
     let stored = h.stored(&id).await;
@@ -286,6 +306,7 @@ async fn session_load_refuses_unknown_sessions_and_another_workspace() {
         .await
         .unwrap_err();
     assert_eq!(e.message, "unknown session: no-such-session");
+    assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND);
     let elsewhere = tempfile::tempdir().unwrap();
     let e = load(&id, elsewhere.path().to_str().unwrap())
         .await

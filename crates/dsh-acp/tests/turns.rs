@@ -101,35 +101,43 @@ async fn a_tool_call_streams_its_card_and_its_completed_update() {
         })
         .expect("a tool_call card");
     assert_eq!(&*call.tool_call_id.0, "call_1");
-    assert_eq!(call.status, ToolCallStatus::InProgress);
+    assert_eq!(call.status, ToolCallStatus::Pending);
     assert_eq!(call.title, "echo");
     assert_eq!(call.kind, ToolKind::Other);
     assert_eq!(call.raw_input, Some(serde_json::json!({"text": "pong"})));
     let update = updates
         .iter()
         .find_map(|n| match &n.update {
-            SessionUpdate::ToolCallUpdate(u) => Some(u.clone()),
+            SessionUpdate::ToolCallUpdate(u)
+                if u.fields.status == Some(ToolCallStatus::Completed) =>
+            {
+                Some(u.clone())
+            }
             _ => None,
         })
         .expect("a tool_call_update");
     assert_eq!(&*update.tool_call_id.0, "call_1");
-    assert_eq!(update.fields.status, Some(ToolCallStatus::Completed));
     let content = update.fields.content.unwrap();
     assert!(matches!(
         &content[..],
         [ToolCallContent::Content(c)] if matches!(&c.content, AcpBlock::Text(t) if t.text == "pong")
     ));
-    // Card, result, then the final answer, in that order.
+    // Card (pending), running, result, then the final answer, in that order.
     let order: Vec<&str> = updates
         .iter()
         .filter_map(|n| match &n.update {
             SessionUpdate::ToolCall(_) => Some("call"),
+            SessionUpdate::ToolCallUpdate(u)
+                if u.fields.status == Some(ToolCallStatus::InProgress) =>
+            {
+                Some("running")
+            }
             SessionUpdate::ToolCallUpdate(_) => Some("result"),
             SessionUpdate::AgentMessageChunk(_) => Some("text"),
             _ => None,
         })
         .collect();
-    assert_eq!(order[..2], ["call", "result"]);
+    assert_eq!(order[..3], ["call", "running", "result"]);
     assert_eq!(agent_text(&updates), "done");
     conn.disconnect().await.unwrap();
 }
@@ -147,7 +155,7 @@ async fn a_failed_tool_call_updates_its_card_as_failed() {
         StopReason::EndTurn
     );
     let failed = conn.received().into_iter().find_map(|n| match n.update {
-        SessionUpdate::ToolCallUpdate(u) => Some(u),
+        SessionUpdate::ToolCallUpdate(u) if u.fields.content.is_some() => Some(u),
         _ => None,
     });
     assert_eq!(failed.unwrap().fields.status, Some(ToolCallStatus::Failed));
@@ -348,14 +356,14 @@ async fn a_failed_turn_is_a_json_rpc_error_naming_the_failure() {
 }
 
 #[tokio::test]
-async fn max_tokens_ends_the_prompt_end_turn_with_the_text_kept() {
+async fn max_tokens_ends_the_prompt_max_tokens_with_the_text_kept() {
     let h = H::new().await;
     h.adapter.push(Script::max_tokens("cut"));
     let mut conn = h.connect(options()).await;
     let id = conn.session().await;
     assert_eq!(
         conn.prompt_now(&id, "go").await.unwrap(),
-        StopReason::EndTurn
+        StopReason::MaxTokens
     );
     assert_eq!(agent_text(&conn.received()), "cut");
     conn.disconnect().await.unwrap();
@@ -396,7 +404,7 @@ async fn invalid_prompts_and_sessions_are_invalid_params_and_unknown_cancel_is_i
     let e = conn.prompt_now("nope", "hi").await.unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
-        (ErrorCode::INVALID_PARAMS, "unknown session: nope")
+        (ErrorCode::RESOURCE_NOT_FOUND, "unknown session: nope")
     );
     let e = conn.prompt_now(&id, "   ").await.unwrap_err();
     assert_eq!(

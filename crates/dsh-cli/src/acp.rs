@@ -4,6 +4,8 @@
 //! stderr or `DSH_LOG_FILE`). The composition is the one `dsh run` uses, plus the config-declared
 //! agents; every session the editor opens gets its workspace's `AGENTS.md`.
 
+pub(crate) mod unconfigured;
+
 use std::sync::Arc;
 
 use dsh_acp::{AcpOptions, ApprovalPolicy};
@@ -19,8 +21,7 @@ use crate::signals::Signals;
 /// at most [`DRAIN`] — or at once on a second signal); returns the exit status.
 pub fn main(settings: Settings, auto_approve: bool) -> i32 {
     if let Err(e) = settings.check_credentials(&process_env) {
-        eprintln!("dsh: {e:#}");
-        return 1;
+        return unconfigured::main(&e);
     }
     let runtime = match crate::runtime() {
         Ok(rt) => rt,
@@ -39,15 +40,12 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         };
         let composed = match compose_for_acp(&settings).await {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("dsh: {e:#}");
-                return 1;
-            }
+            Err(e) => return unconfigured::serve(format!("{e:#}"), async { signals.first().await; }).await,
         };
         if let Err(f) = composed.adapter.ready().await {
-            eprintln!("dsh: provider `{}`: {f}", settings.provider.value);
             composed.shutdown().await;
-            return 1;
+            let problem = format!("provider `{}`: {f}", settings.provider.value);
+            return unconfigured::serve(problem, async { signals.first().await; }).await;
         }
         let approval = if auto_approve {
             ApprovalPolicy::Never

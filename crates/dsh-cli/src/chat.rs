@@ -15,14 +15,15 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
 use dsh_session::{Message, SessionId};
+use dsh_tui::commands::Typed;
 use parking_lot::Mutex;
 use rustyline::error::ReadlineError;
 use rustyline::{DefaultEditor, ExternalPrinter as _};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::compose::{AgentSpec, ComposeOptions, Composed, compose};
-use crate::config::{Settings, process_env};
+use crate::compose::{AgentSpec, Composed};
+use crate::config::Settings;
 use crate::render::{Mode, Renderer};
 use crate::run::DRAIN;
 use crate::sink::Sink;
@@ -71,26 +72,14 @@ commands:
   //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
 
-/// Parses one submitted line.
+/// Parses one submitted line (`//text` and paths are messages; see
+/// [`dsh_tui::commands::classify`]).
 pub fn parse(line: &str) -> ChatCommand {
-    let trimmed = line.trim();
-    if trimmed.is_empty() {
-        return ChatCommand::Nothing;
-    }
-    let Some(command) = trimmed.strip_prefix('/') else {
-        return ChatCommand::Say(line.trim_end().to_owned());
+    let (name, rest) = match dsh_tui::commands::classify(line) {
+        Typed::Empty => return ChatCommand::Nothing,
+        Typed::Say(text) => return ChatCommand::Say(text),
+        Typed::Command(name, rest) => (name, rest),
     };
-    // `//text` says `/text`; a line starting with a path (`/usr/bin/cc fails, why?`) is a
-    // message, not an unknown command.
-    if command.starts_with('/') {
-        return ChatCommand::Say(command.to_owned());
-    }
-    let mut words = command.split_whitespace();
-    let name = words.next().unwrap_or("");
-    if name.contains('/') {
-        return ChatCommand::Say(line.trim_end().to_owned());
-    }
-    let rest: Vec<&str> = words.collect();
     match (name, rest.as_slice()) {
         ("exit" | "quit", []) => ChatCommand::Exit,
         ("new", []) => ChatCommand::New,
@@ -111,31 +100,7 @@ type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
 
 /// Runs the chat; returns the exit status.
 pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
-    if let Err(e) = settings.check_credentials(&process_env) {
-        eprintln!("dsh: {e:#}");
-        return 1;
-    }
-    let cwd = match crate::workspace_dir(cwd) {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            eprintln!("dsh: {e:#}");
-            return 1;
-        }
-    };
-    let runtime = match crate::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    match runtime.block_on(chat(settings, cwd, resume)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("dsh: {e:#}");
-            1
-        }
-    }
+    crate::tui::start(settings, cwd, |settings, cwd| chat(settings, cwd, resume))
 }
 
 async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyhow::Result<()> {
@@ -153,20 +118,7 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
         move |text: &str| (printer.lock())(format!("{}\n", text.trim_end()))
     };
 
-    let composed = compose(
-        &settings,
-        ComposeOptions {
-            start_configured_agents: true,
-            ..ComposeOptions::default()
-        },
-    )
-    .await?;
-    // A chat is long-lived: surface a bad provider setting now, not at the first message.
-    composed
-        .adapter
-        .ready()
-        .await
-        .map_err(|f| anyhow::anyhow!("provider `{}`: {f}", settings.provider.value))?;
+    let composed = crate::tui::compose_interactive(&settings).await?;
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let sink = output_sink(&composed, current.clone(), printer.clone())?;
 

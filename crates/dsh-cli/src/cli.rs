@@ -20,6 +20,10 @@ pub struct Cli {
     /// Options shared by every command.
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Use the line chat instead of the full-screen UI (for dumb terminals, screen readers,
+    /// or the terminal's own scrollback).
+    #[arg(long, global = true)]
+    pub plain: bool,
     /// What to do; without one, an interactive chat starts (stdin must be a terminal).
     #[command(subcommand)]
     pub command: Option<Command>,

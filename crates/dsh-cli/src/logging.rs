@@ -6,6 +6,22 @@ use std::sync::Mutex;
 
 use tracing_subscriber::EnvFilter;
 
+/// The ACP SDK warns about every error answer it sends, and most of those answer a client's
+/// mistake (an editor probing an unknown session): `dsh acp` logs those itself at debug level
+/// and its own failures as warnings, so the SDK's copy is kept to errors. A `DSH_LOG` that
+/// names the SDK's target explicitly keeps its say.
+fn quiet_protocol_refusals(filter: EnvFilter) -> EnvFilter {
+    let explicit =
+        std::env::var("DSH_LOG").is_ok_and(|spec| spec.contains("agent_client_protocol"));
+    if explicit {
+        return filter;
+    }
+    match "agent_client_protocol::jsonrpc::outgoing_actor=error".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
+
 /// Installs the subscriber. Failures to open the log file fall back to stderr with a note.
 pub fn init() {
     let filter = match std::env::var("DSH_LOG")
@@ -18,6 +34,7 @@ pub fn init() {
         }),
         None => EnvFilter::new("warn"),
     };
+    let filter = quiet_protocol_refusals(filter);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if let Some(path) = std::env::var_os("DSH_LOG_FILE").filter(|v| !v.is_empty()) {
         match OpenOptions::new().create(true).append(true).open(&path) {

@@ -2,7 +2,7 @@
 //!
 //! Module map: [`cli`] (the command-line surface), [`config`] (file + environment + flags),
 //! [`compose`] (the composition root every front end shares), [`run`] (`dsh run`), [`chat`]
-//! (the interactive driver), [`acp`] (`dsh acp`), [`render`] (session events → terminal text, shared by the
+//! (the line chat), [`tui`] (the full-screen UI, the default on a terminal), [`acp`] (`dsh acp`), [`render`] (session events → terminal text, shared by the
 //! drivers), [`sink`] (event delivery off the agent's thread), [`lazy_adapter`], [`sessions`], [`instructions`]
 //! (`AGENTS.md`), [`signals`] and [`logging`].
 
@@ -23,6 +23,7 @@ mod sessions;
 mod signals;
 mod sink;
 mod storage;
+mod tui;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -43,10 +44,12 @@ fn main() {
     let code = match cli.command {
         Some(Command::Run(args)) => run::main(args, Settings::load(&overrides), cli.global.cwd),
         Some(Command::Chat(args)) => match Settings::load(&overrides) {
-            Ok(settings) => chat::main(settings, cli.global.cwd, args.resume),
+            Ok(settings) => tui::interactive(settings, cli.global.cwd, args.resume, cli.plain),
             Err(e) => fail(&e),
         },
-        Some(Command::Sessions(command)) => sessions::main(Settings::load(&overrides), &command),
+        Some(Command::Sessions(command)) => {
+            sessions::main(Settings::load(&overrides), &command, cli.plain)
+        }
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
             Ok(settings) => print_out(&settings.render(&process_env)),
             Err(e) => fail(&e),
@@ -69,10 +72,10 @@ fn main() {
         }
         Some(Command::Acp(args)) => match Settings::load(&overrides) {
             Ok(settings) => acp::main(settings, args.auto_approve),
-            Err(e) => fail(&e),
+            Err(e) => acp::unconfigured::main(&e),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
-            Ok(settings) => chat::main(settings, cli.global.cwd, None),
+            Ok(settings) => tui::interactive(settings, cli.global.cwd, None, cli.plain),
             Err(e) => fail(&e),
         },
         None => {

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use dsh_session::{
-    CallId, CancelCause, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
-    ToolResult, TurnEndReason, clip_chars,
+    CallId, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk, ToolResult,
+    TurnEndReason, clip_chars,
 };
 use serde_json::Value;
 
@@ -99,7 +99,7 @@ impl Renderer {
                     }
                 }
                 other => {
-                    let text = describe_end(other);
+                    let text = other.describe();
                     self.line(&mut out, &format!("[turn {} {text}]", t.turn));
                 }
             },
@@ -150,7 +150,7 @@ impl Renderer {
         let (name, args) = call_id
             .and_then(|id| self.calls.remove(&id))
             .unwrap_or_else(|| ("tool".to_owned(), String::new()));
-        let mut outcome = outcome(r);
+        let mut outcome = r.outcome();
         if outcome == "ok" && name == "bash" {
             // bash prints no marker for a zero exit status.
             outcome = "exit 0".to_owned();
@@ -176,75 +176,12 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
     clip_chars(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
-/// How a tool call went, from the result the model sees.
-pub fn outcome(r: &ToolResult) -> String {
-    if let Some(e) = &r.error {
-        return format!("error {}", e.code);
-    }
-    let (text, is_error) = r
-        .message
-        .content
-        .iter()
-        .find_map(|b| match b {
-            ContentBlock::ToolResult {
-                content, is_error, ..
-            } => Some((
-                content
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<String>(),
-                *is_error,
-            )),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let last = text.trim_end().lines().last().unwrap_or("").trim();
-    if is_error {
-        let first = text.lines().next().unwrap_or("").trim();
-        return format!("error: {}", clip_chars(first, 80));
-    }
-    if let Some(code) = last
-        .strip_prefix("[exit code: ")
-        .and_then(|s| s.strip_suffix(']'))
-    {
-        return format!("exit {code}");
-    }
-    if let Some(sig) = last
-        .strip_prefix("[killed by signal: ")
-        .and_then(|s| s.strip_suffix(']'))
-    {
-        return format!("killed by {sig}");
-    }
-    if last.starts_with("[timed out") {
-        return "timed out".to_owned();
-    }
-    "ok".to_owned()
-}
-
-/// A human phrase for a turn that did not complete.
-pub fn describe_end(reason: &TurnEndReason) -> String {
-    match reason {
-        TurnEndReason::Completed => "completed".to_owned(),
-        TurnEndReason::Aborted { reason } => match reason {
-            CancelCause::User => "cancelled".to_owned(),
-            CancelCause::Parent => "cancelled by its parent".to_owned(),
-            CancelCause::Hook { reason } => format!("stopped: {reason}"),
-            CancelCause::Disposed => "stopped: shutting down".to_owned(),
-            CancelCause::Legacy => "aborted".to_owned(),
-        },
-        TurnEndReason::Blocked => "blocked".to_owned(),
-        TurnEndReason::Error { error } => format!("failed: {}: {}", error.code, error.message),
-        TurnEndReason::MaxTokens => "stopped at the output-token limit".to_owned(),
-        TurnEndReason::Interrupted => "interrupted (the process ended mid-turn)".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use dsh_session::{AssistantChunk, Message, ToolCall, TurnEnd};
+    use dsh_session::{AssistantChunk, CancelCause, Message, ToolCall, TurnEnd};
     use std::sync::Arc;
 
     fn ev(kind: EventKind) -> SessionEvent {

@@ -103,7 +103,11 @@ pub async fn fork(store: &Arc<JsonlStore>, id: &str, at: Option<u64>) -> anyhow:
 }
 
 /// Runs a `sessions` subcommand against the store of `settings`; returns the exit status.
-pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCommand) -> i32 {
+pub fn main(
+    settings: anyhow::Result<Settings>,
+    command: &crate::cli::SessionsCommand,
+    plain: bool,
+) -> i32 {
     use crate::cli::SessionsCommand as C;
     let settings = match settings {
         Ok(s) => s,
@@ -113,7 +117,7 @@ pub fn main(settings: anyhow::Result<Settings>, command: &crate::cli::SessionsCo
         }
     };
     if let C::Resume { id } = command {
-        return crate::chat::main(settings, None, Some(id.clone()));
+        return crate::tui::interactive(settings, None, Some(id.clone()), plain);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,17 +1,15 @@
 #![allow(clippy::unwrap_used)]
-//! The interactive chat on a real pseudo-terminal: type a message, see the streamed answer,
+//! The line chat (`--plain`) on a real pseudo-terminal: type a message, see the streamed answer,
 //! leave with `/exit`.
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::Stdio;
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::World;
 use dsh_testkit::MockResponse;
-use nix::pty::{Winsize, openpty};
 
 /// Bound on waiting for the chat to print something, so a broken chat fails instead of hanging.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -51,38 +49,13 @@ impl Screen {
 
 /// Starts `dsh` (no arguments) on a new pseudo-terminal.
 fn start_chat(w: &World) -> (std::process::Child, Screen) {
-    let size = Winsize {
-        ws_row: 30,
-        ws_col: 100,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = openpty(Some(&size), None).unwrap();
-    let child = w
-        .dsh(&[])
-        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
-        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
-        .stderr(Stdio::from(pty.slave))
-        .spawn()
-        .unwrap();
-    let master = std::fs::File::from(pty.master);
-    let mut reader = master.try_clone().unwrap();
-    let (tx, bytes) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // Ends with an error (EIO) once every slave descriptor is closed.
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            if tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
+    let pty = common::spawn_on_pty(w.dsh(&["--plain"]), 30, 100);
     let screen = Screen {
-        bytes,
+        bytes: pty.bytes,
         seen: String::new(),
-        master,
+        master: pty.master,
     };
-    (child, screen)
+    (pty.child, screen)
 }
 
 fn wait_exit(child: &mut std::process::Child, screen: &Screen) {

@@ -20,6 +20,7 @@ pub mod ids;
 pub mod lossless;
 pub mod message;
 pub mod persistence;
+mod phrases;
 pub mod relations;
 pub mod repair;
 mod session;

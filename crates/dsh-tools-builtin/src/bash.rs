@@ -144,7 +144,7 @@ impl TypedTool for BashTool {
         non_empty("description", &args.description)?;
         let timeout = timeout_of(args.timeout_ms)?;
         let workdir = workdir_of(args.workdir.as_deref(), call)?;
-        let executor = executor(&self.ctx)?;
+        let executor = executor(&self.ctx, call.caller())?;
         let background = args.run_in_background;
         let request = ShellExecRequest {
             command: args.command,

@@ -55,7 +55,7 @@ impl TypedTool for BashKillTool {
         call: &ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         let id = TaskId::new(non_empty("task_id", &args.task_id)?.trim());
-        let executor = executor(&self.ctx)?;
+        let executor = executor(&self.ctx, call.caller())?;
         check_owner(executor.as_ref(), &id, call.caller())?;
         if executor.kill(&id).map_err(task_error)? {
             return Ok(ToolOutput::text(format!(

@@ -61,7 +61,7 @@ impl TypedTool for BashOutputTool {
         call: &ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         let id = TaskId::new(non_empty("task_id", &args.task_id)?.trim());
-        let executor = executor(&self.ctx)?;
+        let executor = executor(&self.ctx, call.caller())?;
         check_owner(executor.as_ref(), &id, call.caller())?;
         let out = executor.read_output(&id).map_err(task_error)?;
         Ok(ToolOutput::text(render_task_read(&out)))

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_session::SessionId;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -16,6 +18,7 @@ use crate::atomic::write_atomic;
 use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
+use crate::routed;
 use crate::write::fs_error;
 
 /// Code of an edit whose `old_string` does not occur in the file.
@@ -83,6 +86,48 @@ fn replace(content: &[u8], old: &[u8], new: &[u8], all: bool) -> (Vec<u8>, usize
     (out, count)
 }
 
+/// The edited content and how many places changed, or the model-facing error of an
+/// `old_string` that matches nowhere or (without `replace_all`) more than once. Shared by the
+/// local and the routed edit.
+pub(crate) fn apply(
+    content: &[u8],
+    args: &EditArgs,
+    shown: &str,
+) -> Result<(Vec<u8>, usize), ToolError> {
+    let old = args.old_string.as_bytes();
+    let occurrences = memchr::memmem::find_iter(content, old).count();
+    match occurrences {
+        0 => {
+            return Err(ToolError::coded(
+                "EditMatchError",
+                EDIT_NO_MATCH,
+                format!(
+                    "old_string was not found in {shown}; it must match the file exactly, \
+                     including whitespace and indentation (read the file again to see its \
+                     current content)"
+                ),
+            ));
+        }
+        n if n > 1 && !args.replace_all => {
+            return Err(ToolError::coded(
+                "EditMatchError",
+                EDIT_AMBIGUOUS,
+                format!(
+                    "old_string matches {n} places in {shown}; include more surrounding lines \
+                     to make it unique, or set replace_all to replace every occurrence"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    Ok(replace(
+        content,
+        old,
+        args.new_string.as_bytes(),
+        args.replace_all,
+    ))
+}
+
 fn edit_blocking(
     observations: &FileObservations,
     session: Option<&SessionId>,
@@ -118,33 +163,7 @@ fn edit_blocking(
     file.read_to_end(&mut content)
         .map_err(|e| fs_error(shown, &e))?;
     drop(file);
-    let old = args.old_string.as_bytes();
-    let occurrences = memchr::memmem::find_iter(&content, old).count();
-    match occurrences {
-        0 => {
-            return Err(ToolError::coded(
-                "EditMatchError",
-                EDIT_NO_MATCH,
-                format!(
-                    "old_string was not found in {shown}; it must match the file exactly, \
-                     including whitespace and indentation (read the file again to see its \
-                     current content)"
-                ),
-            ));
-        }
-        n if n > 1 && !args.replace_all => {
-            return Err(ToolError::coded(
-                "EditMatchError",
-                EDIT_AMBIGUOUS,
-                format!(
-                    "old_string matches {n} places in {shown}; include more surrounding lines \
-                     to make it unique, or set replace_all to replace every occurrence"
-                ),
-            ));
-        }
-        _ => {}
-    }
-    let (updated, count) = replace(&content, old, args.new_string.as_bytes(), args.replace_all);
+    let (updated, count) = apply(&content, args, shown)?;
     let target = fs::canonicalize(path).map_err(|e| fs_error(shown, &e))?;
     write_atomic(&target, &updated, Some(meta.permissions())).map_err(|e| fs_error(shown, &e))?;
     let meta = fs::metadata(path).map_err(|e| fs_error(shown, &e))?;
@@ -183,6 +202,18 @@ impl TypedTool for EditTool {
         let path = resolve(&base, &args.file_path);
         let shown = display(&base, &path);
         let session = call.caller().map(|c| c.agent_id.clone());
+        if let Some(access) = dsh_tools::routed::<dyn FileAccess>(call.caller()) {
+            let text = routed::edit(
+                access.as_ref(),
+                &self.observations,
+                session.as_ref(),
+                &path,
+                &shown,
+                &args,
+            )
+            .await?;
+            return Ok(ToolOutput::text(text));
+        }
         let observations = self.observations.clone();
         let text = off_thread("edit", None, move || {
             edit_blocking(&observations, session.as_ref(), &path, &shown, &args)

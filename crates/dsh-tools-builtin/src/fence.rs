@@ -22,9 +22,17 @@ pub const UNKNOWN_TASK: &str = "UNKNOWN_TASK";
 /// Code of a call made where no shell executor is provided.
 pub const SHELL_UNAVAILABLE: &str = "SHELL_UNAVAILABLE";
 
-/// The shell executor provided in `ctx`, or the error result that says there is none.
-/// Looked up per call so that a remounted executor is picked up without remounting the tools.
-pub(crate) fn executor(ctx: &Context) -> Result<Arc<dyn ShellExecutor>, ToolError> {
+/// The shell executor for a call: the caller's own route when its front end provides one (an
+/// editor running commands in its terminals), else the one provided in `ctx`, else the error
+/// result that says there is none. Looked up per call so that a remounted executor is picked
+/// up without remounting the tools.
+pub(crate) fn executor(
+    ctx: &Context,
+    caller: Option<&ToolCaller>,
+) -> Result<Arc<dyn ShellExecutor>, ToolError> {
+    if let Some(routed) = dsh_tools::routed::<dyn ShellExecutor>(caller) {
+        return Ok(routed);
+    }
     ctx.get::<dyn ShellExecutor>().ok_or_else(|| {
         ToolError::coded(
             "ShellUnavailableError",

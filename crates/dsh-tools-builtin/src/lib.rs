@@ -34,6 +34,7 @@ mod path;
 mod plugin;
 mod read;
 mod render;
+mod routed;
 mod walk;
 mod write;
 

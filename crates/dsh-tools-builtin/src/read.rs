@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -15,6 +17,7 @@ use crate::blocking::off_thread;
 use crate::excerpt::{Excerpt, ExcerptError, Window, excerpt};
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
+use crate::routed;
 
 /// Lines shown when the call names no limit, and the most one call may ask for.
 pub(crate) const DEFAULT_LIMIT: u64 = 2000;
@@ -134,7 +137,19 @@ fn read_blocking(
     // The version comes from the handle that is read, so a change racing the read makes a
     // later write stale rather than silently accepted.
     let version = FileVersion::of(&meta);
-    let outcome = match excerpt(file, window, cancelled) {
+    let outcome = rendered(excerpt(file, window, cancelled), shown, window)?;
+    Ok((Some(version), outcome))
+}
+
+/// The result text of an excerpt, the model-facing error of a file that cannot be shown, or
+/// (outer error) a failure of the read itself. Shared by the local and the routed read.
+pub(crate) fn rendered(
+    excerpt: Result<Excerpt, ExcerptError>,
+    shown: &str,
+    window: Window,
+) -> Result<Result<String, ToolError>, ToolError> {
+    let io_error = |e: io::Error| ToolError::new(format!("cannot read {shown}: {e}"));
+    let outcome = match excerpt {
         Ok(excerpt) => Ok(render(shown, &excerpt)),
         Err(ExcerptError::Binary) => Err(ToolError::new(format!(
             "{shown} is a binary file (it contains NUL bytes) and cannot be shown as text; \
@@ -147,7 +162,7 @@ fn read_blocking(
         Err(ExcerptError::Cancelled) => return Err(ToolError::aborted()),
         Err(ExcerptError::Io(e)) => return Err(io_error(e)),
     };
-    Ok((Some(version), outcome))
+    Ok(outcome)
 }
 
 #[async_trait]
@@ -172,6 +187,20 @@ impl TypedTool for ReadTool {
         let base = working_dir(call)?;
         let path = resolve(&base, &args.file_path);
         let shown = display(&base, &path);
+        if let Some(access) = dsh_tools::routed::<dyn FileAccess>(call.caller()) {
+            let session = call.caller().map(|c| &c.agent_id);
+            let text = routed::read(
+                access.as_ref(),
+                &self.observations,
+                session,
+                &path,
+                &shown,
+                window,
+                call.cancel(),
+            )
+            .await?;
+            return Ok(ToolOutput::text(text));
+        }
         let cancel = call.cancel().clone();
         let (version, outcome) = {
             let (path, shown) = (path.clone(), shown.clone());

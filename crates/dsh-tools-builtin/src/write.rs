@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_session::SessionId;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -16,6 +18,7 @@ use crate::atomic::write_atomic;
 use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
+use crate::routed;
 
 const DESCRIPTION: &str = "\
 Writes a file with the given content, creating it (and missing parent directories) or \
@@ -115,6 +118,18 @@ impl TypedTool for WriteTool {
         let path = resolve(&base, &args.file_path);
         let shown = display(&base, &path);
         let session = call.caller().map(|c| c.agent_id.clone());
+        if let Some(access) = dsh_tools::routed::<dyn FileAccess>(call.caller()) {
+            let text = routed::write(
+                access.as_ref(),
+                &self.observations,
+                session.as_ref(),
+                &path,
+                &shown,
+                &args.content,
+            )
+            .await?;
+            return Ok(ToolOutput::text(text));
+        }
         let observations = self.observations.clone();
         let text = off_thread("write", None, move || {
             write_blocking(

@@ -19,11 +19,13 @@ mod caller;
 mod error;
 mod events;
 mod exec;
+mod file_access;
 mod output;
 mod pipeline;
 mod plugin;
 mod presentation;
 mod result;
+mod routes;
 mod runtime;
 mod tool;
 mod typed;
@@ -40,11 +42,13 @@ pub use events::{
     ToolsChanged, ToolsExecute, ToolsPostExecute, ToolsPreExecute, ToolsResult,
 };
 pub use exec::{ExecView, ToolExec, parse_arguments};
+pub use file_access::{FileAccess, FileAccessError};
 pub use output::ToolOutput;
 pub use pipeline::{Dispatched, Prepared};
 pub use plugin::ToolsPlugin;
 pub use presentation::{ToolKind, ToolPresentation};
 pub use result::ToolCallResult;
+pub use routes::{Routes, routed};
 pub use runtime::{ExecutionMode, Guard, ToolRuntime};
 pub use tool::Tool;
 pub use typed::TypedTool;

@@ -4,6 +4,9 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod child;
+pub mod editor;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,10 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock as AcpBlock, InitializeRequest, InitializeResponse,
-    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, SessionUpdate, StopReason, TextContent,
+    CancelNotification, ClientCapabilities, ContentBlock as AcpBlock, CreateTerminalRequest,
+    FileSystemCapabilities, InitializeRequest, InitializeResponse, KillTerminalRequest,
+    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest,
+    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TerminalOutputRequest, TextContent, WaitForTerminalExitRequest,
+    WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use async_trait::async_trait;
@@ -176,6 +182,8 @@ pub struct Conn {
     pub updates: mpsc::UnboundedReceiver<SessionNotification>,
     pub asked: mpsc::UnboundedReceiver<RequestPermissionRequest>,
     pub answer: Arc<Mutex<Answer>>,
+    /// The editor's files and terminals (used only when offered in `initialize`).
+    pub editor: Arc<editor::Editor>,
     /// Everything the client received, in arrival order: update kinds and `ask:<call id>`.
     pub arrivals: Arc<Mutex<Vec<String>>>,
     done: CancellationToken,
@@ -204,10 +212,67 @@ impl Conn {
         let done = CancellationToken::new();
         let until = done.clone();
         let policy = answer.clone();
+        let editor = Arc::new(editor::Editor::default());
+        let (e1, e2, e3, e4, e5, e6, e7) = (
+            editor.clone(),
+            editor.clone(),
+            editor.clone(),
+            editor.clone(),
+            editor.clone(),
+            editor.clone(),
+            editor.clone(),
+        );
         let client = tokio::spawn(
             Client
                 .v1()
                 .name("test-client")
+                .on_receive_request(
+                    async move |r: ReadTextFileRequest, responder, _cx| {
+                        responder.respond_with_result(e1.read(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: WriteTextFileRequest, responder, _cx| {
+                        responder.respond_with_result(e2.write(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: CreateTerminalRequest, responder, _cx| {
+                        responder.respond_with_result(e3.create(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: TerminalOutputRequest, responder, _cx| {
+                        responder.respond_with_result(e4.output(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: WaitForTerminalExitRequest, responder, cx| {
+                        // Off the dispatch loop: the wait lasts as long as the command.
+                        let editor = e5.clone();
+                        cx.spawn(
+                            async move { responder.respond_with_result(editor.wait(&r).await) },
+                        )?;
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: KillTerminalRequest, responder, _cx| {
+                        responder.respond_with_result(e6.kill(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |r: ReleaseTerminalRequest, responder, _cx| {
+                        responder.respond_with_result(e7.release(&r))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
                 .on_receive_notification(
                     async move |n: SessionNotification, _cx| {
                         seen_updates.lock().push(kind_of(&n.update).to_owned());
@@ -263,6 +328,7 @@ impl Conn {
             updates,
             asked,
             answer,
+            editor,
             arrivals,
             done,
             client: Some(client),
@@ -277,6 +343,33 @@ impl Conn {
             .block_task()
             .await
             .unwrap()
+    }
+
+    /// Initializes as an editor that offers its files and terminals.
+    pub async fn initialize_as_editor(&self) -> InitializeResponse {
+        let capabilities = ClientCapabilities::new()
+            .fs(FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(true))
+            .terminal(true);
+        self.cx
+            .send_request(
+                InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities),
+            )
+            .block_task()
+            .await
+            .unwrap()
+    }
+
+    /// Opens a session without initializing again.
+    pub async fn open(&self) -> String {
+        let response = self
+            .cx
+            .send_request(NewSessionRequest::new(self.cwd.clone()))
+            .block_task()
+            .await
+            .unwrap();
+        response.session_id.0.to_string()
     }
 
     /// Initializes (once is enough, but repeating is harmless) and opens a session.

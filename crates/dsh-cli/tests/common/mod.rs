@@ -159,3 +159,46 @@ pub fn session_id_of(lines: &[Value]) -> String {
 pub fn file_name(path: &Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()
 }
+
+/// A process on a pseudo-terminal: its terminal's master end and what it writes, chunk by
+/// chunk (the reader thread ends once every slave descriptor is closed).
+pub struct OnPty {
+    pub child: Child,
+    pub master: std::fs::File,
+    pub bytes: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+/// Starts `cmd` with a new `rows`×`cols` pseudo-terminal as stdin, stdout and stderr.
+pub fn spawn_on_pty(mut cmd: Command, rows: u16, cols: u16) -> OnPty {
+    use std::io::Read as _;
+    let size = nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let child = cmd
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    let master = std::fs::File::from(pty.master);
+    let mut reader = master.try_clone().unwrap();
+    let (tx, bytes) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        // Ends with an error (EIO) once every slave descriptor is closed.
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    OnPty {
+        child,
+        master,
+        bytes,
+    }
+}

@@ -1,0 +1,383 @@
+#![allow(clippy::unwrap_used)]
+//! The full-screen UI end to end: the real `dsh` on a pseudo-terminal against the mock server,
+//! its screen read through a `vt100` emulator.
+
+mod common;
+
+use std::io::Write;
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::World;
+use dsh_testkit::MockResponse;
+
+/// Bound on every wait, so a broken UI fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(60);
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+
+struct Tui {
+    child: Child,
+    bytes: mpsc::Receiver<Vec<u8>>,
+    master: std::fs::File,
+    term: vt100::Parser,
+    /// Everything written, for the main-screen text printed after exit.
+    raw: Vec<u8>,
+}
+
+impl Tui {
+    fn start(w: &World, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = w.dsh(args);
+        cmd.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let pty = common::spawn_on_pty(cmd, ROWS, COLS);
+        Self {
+            child: pty.child,
+            bytes: pty.bytes,
+            master: pty.master,
+            term: vt100::Parser::new(ROWS, COLS, 0),
+            raw: Vec::new(),
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.term.screen().contents()
+    }
+
+    /// Feeds output to the emulator until `done` holds for the screen, answering the
+    /// terminal queries a real terminal would.
+    fn wait(&mut self, what: &str, done: impl Fn(&vt100::Screen) -> bool) {
+        let start = Instant::now();
+        while !done(self.term.screen()) {
+            let left = DEADLINE.saturating_sub(start.elapsed());
+            let Ok(chunk) = self.bytes.recv_timeout(left) else {
+                panic!("{what} never happened; screen:\n{}", self.screen());
+            };
+            if chunk.windows(4).any(|w| w == b"\x1b[6n") {
+                self.master.write_all(b"\x1b[1;1R").unwrap();
+            }
+            self.term.process(&chunk);
+            self.raw.extend_from_slice(&chunk);
+        }
+    }
+
+    fn wait_for(&mut self, text: &str) {
+        let what = format!("`{text}` on screen");
+        self.wait(&what, |s| s.contents().contains(text));
+    }
+
+    fn keys(&mut self, bytes: &str) {
+        self.master.write_all(bytes.as_bytes()).unwrap();
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.keys(line);
+        self.keys("\r");
+    }
+
+    /// Waits for the process to end, reading what it prints until then; returns its status.
+    fn exit_code(&mut self) -> Option<i32> {
+        let start = Instant::now();
+        loop {
+            while let Ok(chunk) = self.bytes.try_recv() {
+                self.term.process(&chunk);
+                self.raw.extend_from_slice(&chunk);
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Whatever was written before exit is already in the pipe.
+                while let Ok(chunk) = self.bytes.recv_timeout(Duration::from_millis(200)) {
+                    self.term.process(&chunk);
+                    self.raw.extend_from_slice(&chunk);
+                }
+                return status.code();
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "dsh did not exit; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Asserts the terminal is back to normal: main screen, cursor shown, no paste or mouse
+    /// modes left on.
+    fn assert_restored(&self) {
+        let s = self.term.screen();
+        assert!(!s.alternate_screen(), "still on the alternate screen");
+        assert!(!s.hide_cursor(), "cursor left hidden");
+        assert!(!s.bracketed_paste(), "bracketed paste left on");
+        assert_eq!(s.mouse_protocol_mode(), vt100::MouseProtocolMode::None);
+    }
+
+    fn ready(&mut self) {
+        self.wait_for("ask anything");
+    }
+}
+
+#[test]
+fn a_prompt_streams_its_answer_and_exit_restores_the_terminal() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::text("Hi from the **full-screen** UI."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    assert!(tui.term.screen().alternate_screen());
+    tui.type_line("hello there");
+    tui.wait_for("Hi from the full-screen UI.");
+    tui.wait_for("› hello there");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    tui.assert_restored();
+    let printed = String::from_utf8_lossy(&tui.raw);
+    assert!(printed.contains("dsh chat --resume"), "{printed}");
+    // Nothing asked the terminal anything (a query that is not answered stalls the UI).
+    assert!(
+        !printed.contains("\x1b[6n"),
+        "the UI queried the cursor position"
+    );
+    let id = w.only_session_id();
+    dsh_session::check_balanced(&w.load(&id)).unwrap();
+}
+
+#[test]
+fn a_two_step_bash_loop_shows_each_commands_output() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "c1",
+            "bash",
+            &common::bash("echo first-output"),
+        ))
+        .push(MockResponse::tool_call(
+            "c2",
+            "bash",
+            &common::bash("echo second-output; exit 3"),
+        ))
+        .push(MockResponse::text("Both commands ran."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("run two commands");
+    tui.wait_for("Both commands ran.");
+    let screen = tui.screen();
+    assert!(
+        screen.contains("● bash  echo first-output  exit 0"),
+        "{screen}"
+    );
+    assert!(screen.contains("  first-output"), "{screen}");
+    assert!(screen.contains("  second-output"), "{screen}");
+    assert!(screen.contains("exit 3"), "{screen}");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), Some(0));
+    tui.assert_restored();
+}
+
+#[test]
+fn an_edit_shows_its_diff() {
+    let w = World::new();
+    let file = w.cwd.path().join("notes.txt");
+    std::fs::write(&file, "alpha\nbeta\ngamma\n").unwrap();
+    let path = file.display().to_string();
+    w.server
+        .push(MockResponse::tool_call(
+            "r1",
+            "read",
+            &serde_json::json!({"file_path": path}).to_string(),
+        ))
+        .push(MockResponse::tool_call(
+            "e1",
+            "edit",
+            &serde_json::json!({"file_path": path, "old_string": "beta", "new_string": "BETA"})
+                .to_string(),
+        ))
+        .push(MockResponse::text("Edited."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("capitalize beta");
+    tui.wait_for("Edited.");
+    let screen = tui.screen();
+    assert!(screen.contains("± edit"), "{screen}");
+    assert!(screen.contains("- beta"), "{screen}");
+    assert!(screen.contains("+ BETA"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "alpha\nBETA\ngamma\n"
+    );
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn esc_during_a_held_stream_cancels_and_leaves_a_balanced_session() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("partial answer that never ends").hold_after(2);
+    w.server.push(held).push(MockResponse::text("Still here."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("long task");
+    common::block_on(hold.reached());
+    tui.wait_for("esc to cancel");
+    tui.keys("\x1b");
+    tui.wait_for("⊘ cancelled");
+    tui.wait("the spinner to stop", |s| {
+        !s.contents().contains("esc to cancel")
+    });
+    tui.type_line("are you there?");
+    tui.wait_for("Still here.");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    tui.assert_restored();
+    let id = w.only_session_id();
+    let events = w.load(&id);
+    dsh_session::check_balanced(&events).unwrap();
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        dsh_session::EventKind::TurnEnd(t) if t.reason
+            == (dsh_session::TurnEndReason::Aborted { reason: dsh_session::CancelCause::User })
+    )));
+}
+
+#[test]
+fn resume_picks_a_stored_session_and_replays_it() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::text("Stored answer from before."));
+    let out = w.output(&["run", "remember the zebra"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("/resume");
+    tui.wait_for("remember the zebra");
+    tui.keys("zeb");
+    tui.keys("\r");
+    tui.wait_for("Stored answer from before.");
+    tui.wait_for("› remember the zebra");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn ctrl_c_twice_exits_with_the_terminal_restored() {
+    let w = World::new();
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.keys("\x03");
+    tui.wait_for("ctrl+c again to exit");
+    tui.keys("\x03");
+    assert_eq!(tui.exit_code(), Some(0));
+    tui.assert_restored();
+}
+
+#[test]
+fn a_panic_restores_the_terminal_and_shows_its_message() {
+    let w = World::new();
+    let mut tui = Tui::start(
+        &w,
+        &[],
+        &[("DSH_TUI_TEST_PANIC", "1"), ("RUST_BACKTRACE", "0")],
+    );
+    let code = tui.exit_code();
+    assert_eq!(code, Some(101), "{}", String::from_utf8_lossy(&tui.raw));
+    tui.assert_restored();
+    assert!(
+        tui.screen().contains("DSH_TUI_TEST_PANIC"),
+        "{}",
+        tui.screen()
+    );
+}
+
+#[test]
+fn plain_keeps_the_line_chat() {
+    let w = World::new();
+    let mut tui = Tui::start(&w, &["--plain"], &[]);
+    tui.wait_for("/help for commands");
+    assert!(!tui.term.screen().alternate_screen());
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn an_approval_card_appears_and_a_deny_with_a_reason_reaches_the_model() {
+    let w = World::new();
+    // A workspace PreToolUse hook that asks before every bash call.
+    let dir = w.cwd.path().join(".dsh");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hooks.json"),
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"touches the tree\"}}'"}]}]}}"#,
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::tool_call(
+            "c1",
+            "bash",
+            &common::bash("touch created-anyway"),
+        ))
+        .push(MockResponse::text("Understood, I will not."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("make a file");
+    tui.wait_for("Allow bash?");
+    tui.wait_for("$ touch created-anyway");
+    // The choices show once keys count; only then answer.
+    tui.wait_for("y allow once");
+    tui.keys("n");
+    tui.wait_for("reason for the model");
+    tui.type_line("use a dry run");
+    tui.wait_for("Understood, I will not.");
+    assert!(!w.cwd.path().join("created-anyway").exists());
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 2, "one turn, two steps");
+    let second = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(second.contains("rejected"), "{second}");
+    assert!(second.contains("use a dry run"), "{second}");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    dsh_session::check_balanced(&w.load(&w.only_session_id())).unwrap();
+}
+
+#[test]
+fn enter_while_the_agent_works_steers_and_tab_queues_a_follow_up_turn() {
+    let w = World::new();
+    let (held, hold) = MockResponse::text("Working on it.").hold_after(2);
+    w.server
+        .push(held)
+        .push(MockResponse::text("Steered answer."))
+        .push(MockResponse::text("Follow-up answer."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("start working");
+    common::block_on(hold.reached());
+    tui.wait_for("esc to cancel");
+    tui.type_line("also mention steering");
+    tui.wait_for("↳ steer: also mention steering");
+    tui.keys("then write the docs\t");
+    tui.wait_for("⇥ queued: then write the docs");
+    hold.release();
+    tui.wait_for("Follow-up answer.");
+    tui.wait("the pending strip to clear", |s| {
+        !s.contents().contains("steer:") && !s.contents().contains("queued:")
+    });
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 3);
+    let second = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(second.contains("also mention steering"), "{second}");
+    assert!(!second.contains("then write the docs"), "{second}");
+    let third = serde_json::to_string(requests[2].messages()).unwrap();
+    assert!(third.contains("then write the docs"), "{third}");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let events = w.load(&w.only_session_id());
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e.kind, dsh_session::EventKind::TurnStart(_)))
+        .count();
+    assert_eq!(
+        turns, 2,
+        "the steer joined turn 1; the queued message ran as turn 2"
+    );
+}

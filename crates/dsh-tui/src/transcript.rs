@@ -1,0 +1,378 @@
+//! The app-owned transcript: cells built from session events, laid out on demand.
+//!
+//! Cells come only from log events (never from what was typed), so the live transcript and the
+//! one a resumed session replays from its log are the same. Layout is virtualized: each cell
+//! caches its wrapped rows per width, and a frame asks only for the rows it shows.
+
+use std::collections::HashMap;
+
+use dsh_session::{
+    CallId, CancelCause, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
+    TokenUsage, ToolResult, TurnEndReason,
+};
+use ratatui::text::Line;
+use serde_json::Value;
+
+use crate::cell::{Cell, CellKind, ToolCard, ToolState, summarize};
+use crate::diff;
+use crate::sanitize::sanitize;
+
+/// Token totals and the last request's context use, from the log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Uncached input tokens, summed over the session's requests.
+    pub input: u64,
+    /// Cached input tokens, summed.
+    pub cache_read: u64,
+    /// Output tokens, summed.
+    pub output: u64,
+    /// Input (cached included) of the latest request: what the context holds now.
+    pub last_input: u64,
+    /// The model's context window, from the latest `request/context`.
+    pub context_window: Option<u64>,
+}
+
+/// What the transcript learned that the status line shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// A turn is open.
+    pub running: bool,
+    /// The latest retry notice of the open step (`retrying in 4 s: 429 …`).
+    pub retry: Option<String>,
+    /// The name of the tool running now, if any.
+    pub tool: Option<String>,
+}
+
+/// The transcript of one session (and the actions of its subagents).
+#[derive(Debug, Default)]
+pub struct Transcript {
+    cells: Vec<Cell>,
+    calls: HashMap<CallId, usize>,
+    active_text: Option<usize>,
+    active_reasoning: Option<usize>,
+    child_calls: HashMap<CallId, String>,
+    /// Token accounting.
+    pub usage: Usage,
+    /// Turn state.
+    pub activity: Activity,
+    /// Every card expanded (Ctrl+O).
+    pub expand_all: bool,
+}
+
+impl Transcript {
+    /// A transcript replayed from `events` (a resumed session's log).
+    pub fn replay<'a>(events: impl IntoIterator<Item = &'a SessionEvent>) -> Self {
+        let mut t = Self::default();
+        for e in events {
+            t.apply(e);
+        }
+        t
+    }
+
+    /// Number of cells.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether nothing has been shown.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// The cells, for inspection.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// Adds a notice that is not from the log (a front-end message such as a failed resume).
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.push(CellKind::Notice(text.into()));
+    }
+
+    /// Adds an error block that is not from the log.
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.push(CellKind::Error(text.into()));
+    }
+
+    /// The text of the last assistant cell (printed on exit).
+    pub fn last_answer(&self) -> Option<&str> {
+        self.cells.iter().rev().find_map(|c| match &c.kind {
+            CellKind::Assistant(t) if !t.trim().is_empty() => Some(t.as_str()),
+            _ => None,
+        })
+    }
+
+    fn push(&mut self, kind: CellKind) -> usize {
+        let mut cell = Cell::new(kind);
+        cell.expanded = self.expand_all;
+        self.cells.push(cell);
+        self.cells.len() - 1
+    }
+
+    /// Toggles every card between collapsed and expanded.
+    pub fn toggle_expand_all(&mut self) {
+        self.expand_all = !self.expand_all;
+        for c in &mut self.cells {
+            c.expanded = self.expand_all;
+        }
+    }
+
+    /// Applies one event of the session itself.
+    pub fn apply(&mut self, event: &SessionEvent) {
+        match &event.kind {
+            EventKind::TurnStart(_) => {
+                self.activity = Activity {
+                    running: true,
+                    ..Activity::default()
+                };
+            }
+            EventKind::UserMessage(m) => match &m.source {
+                MessageSource::User => {
+                    self.push(CellKind::User(sanitize(&m.text())));
+                }
+                MessageSource::Plugin { plugin, .. } if plugin != "dsh-system-prompt" => {
+                    self.push(CellKind::Context(sanitize(&m.text())));
+                }
+                _ => {}
+            },
+            EventKind::AssistantChunk(c) => match &c.chunk {
+                StreamChunk::TextDelta { text, .. } => {
+                    self.activity.retry = None;
+                    let i = match self.active_text {
+                        Some(i) => i,
+                        None => {
+                            let i = self.push(CellKind::Assistant(String::new()));
+                            self.active_text = Some(i);
+                            i
+                        }
+                    };
+                    if let CellKind::Assistant(t) = &mut self.cells[i].kind {
+                        t.push_str(&sanitize(text));
+                    }
+                    self.cells[i].touch();
+                }
+                StreamChunk::ReasoningDelta { text, .. } => {
+                    self.activity.retry = None;
+                    let i = match self.active_reasoning {
+                        Some(i) => i,
+                        None => {
+                            let i = self.push(CellKind::Reasoning {
+                                text: String::new(),
+                                done: false,
+                            });
+                            self.active_reasoning = Some(i);
+                            i
+                        }
+                    };
+                    if let CellKind::Reasoning { text: t, .. } = &mut self.cells[i].kind {
+                        t.push_str(&sanitize(text));
+                    }
+                    self.cells[i].touch();
+                }
+                _ => {}
+            },
+            EventKind::AssistantMessage(m) => {
+                self.activity.retry = None;
+                // The assembled message is authoritative over what streamed.
+                let text = sanitize(&m.message.text());
+                match self.active_text.take() {
+                    Some(i) => {
+                        self.cells[i].kind = CellKind::Assistant(text);
+                        self.cells[i].touch();
+                    }
+                    None if !text.trim().is_empty() => {
+                        self.push(CellKind::Assistant(text));
+                    }
+                    None => {}
+                }
+                let reasoning: String = m
+                    .message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Reasoning { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                match self.active_reasoning.take() {
+                    Some(i) => {
+                        if let CellKind::Reasoning { text, done } = &mut self.cells[i].kind {
+                            if !reasoning.is_empty() {
+                                *text = sanitize(&reasoning);
+                            }
+                            *done = true;
+                        }
+                        self.cells[i].touch();
+                    }
+                    None if !reasoning.trim().is_empty() => {
+                        self.push(CellKind::Reasoning {
+                            text: sanitize(&reasoning),
+                            done: true,
+                        });
+                    }
+                    None => {}
+                }
+                if let Some(u) = &m.usage {
+                    self.add_usage(u);
+                }
+            }
+            EventKind::ToolCall(c) => {
+                let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
+                let card = ToolCard {
+                    name: c.name.clone(),
+                    summary: sanitize(&summarize(&args, &c.arguments)),
+                    output: String::new(),
+                    diff: diff::for_call(&c.name, &args),
+                    state: ToolState::Running,
+                    children: Vec::new(),
+                };
+                let i = self.push(CellKind::Tool(Box::new(card)));
+                self.calls.insert(c.call_id.clone(), i);
+                self.activity.tool = Some(c.name.clone());
+            }
+            EventKind::ToolResult(r) => {
+                let Some(i) = result_call(r).and_then(|id| self.calls.get(&id).copied()) else {
+                    return;
+                };
+                if let CellKind::Tool(card) = &mut self.cells[i].kind {
+                    let (text, failed) = r.text_and_error();
+                    card.output = sanitize(&text);
+                    let mut outcome = r.outcome();
+                    if outcome == "ok" && card.name == "bash" {
+                        outcome = "exit 0".to_owned();
+                    }
+                    card.state = ToolState::Done { outcome, failed };
+                }
+                self.cells[i].touch();
+                self.activity.tool = None;
+            }
+            EventKind::TurnEnd(t) => {
+                self.active_text = None;
+                self.active_reasoning = None;
+                self.activity = Activity::default();
+                match &t.reason {
+                    TurnEndReason::Completed => {}
+                    TurnEndReason::Aborted {
+                        reason: CancelCause::User,
+                    } => self.notice("⊘ cancelled"),
+                    TurnEndReason::Error { error } => {
+                        self.error(format!("{}: {}", error.code, error.message));
+                    }
+                    other => self.notice(format!("⊘ turn {}", other.describe())),
+                }
+            }
+            EventKind::RequestContext(c) if c.context_window.is_some() => {
+                self.usage.context_window = c.context_window;
+            }
+            EventKind::SessionEndSeed => self.notice("── resumed ──"),
+            EventKind::Other { type_name, data } if type_name == "llm/retry" => {
+                let text = retry_text(data);
+                self.notice(text.clone());
+                self.activity.retry = Some(text);
+            }
+            _ => {}
+        }
+    }
+
+    /// Applies an event of a subagent's session: its tool calls become lines of the running
+    /// `subagent` card.
+    pub fn apply_child(&mut self, event: &SessionEvent) {
+        let line = match &event.kind {
+            EventKind::ToolCall(c) => {
+                let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
+                let line = format!("{}({})", c.name, sanitize(&summarize(&args, &c.arguments)));
+                self.child_calls.insert(c.call_id.clone(), line);
+                return;
+            }
+            EventKind::ToolResult(r) => {
+                let Some(call) = result_call(r).and_then(|id| self.child_calls.remove(&id)) else {
+                    return;
+                };
+                format!("{call} → {}", r.outcome())
+            }
+            _ => return,
+        };
+        let parent = self.cells.iter().rposition(|c| {
+            matches!(&c.kind, CellKind::Tool(card) if card.name == "subagent" && card.state == ToolState::Running)
+        });
+        if let Some(i) = parent {
+            if let CellKind::Tool(card) = &mut self.cells[i].kind {
+                card.children.push(line);
+            }
+            self.cells[i].touch();
+        }
+    }
+
+    fn add_usage(&mut self, u: &TokenUsage) {
+        let cached = u.cache_read_tokens.unwrap_or(0);
+        self.usage.input += u.input_tokens;
+        self.usage.cache_read += cached;
+        self.usage.output += u.output_tokens;
+        self.usage.last_input = u.input_tokens + cached;
+    }
+
+    /// Total rows at `width`.
+    pub fn height(&mut self, width: usize) -> usize {
+        self.cells.iter_mut().map(|c| c.height(width)).sum()
+    }
+
+    /// The rows `top..top + rows` at `width`; only the cells they cross are laid out.
+    pub fn visible(&mut self, width: usize, top: usize, rows: usize) -> Vec<Line<'static>> {
+        let mut out = Vec::with_capacity(rows);
+        let mut y = 0;
+        for cell in &mut self.cells {
+            if out.len() >= rows {
+                break;
+            }
+            let h = cell.height(width);
+            if y + h <= top {
+                y += h;
+                continue;
+            }
+            let from = top.saturating_sub(y);
+            let lines = cell.rows(width);
+            for line in lines.iter().skip(from) {
+                if out.len() >= rows {
+                    break;
+                }
+                out.push(line.clone());
+            }
+            y += h;
+        }
+        out
+    }
+}
+
+fn result_call(r: &ToolResult) -> Option<CallId> {
+    r.message.content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult { tool_call_id, .. } => Some(tool_call_id.clone()),
+        _ => None,
+    })
+}
+
+/// `retrying in 4 s: 429 rate limited (2/5)` from an `llm/retry` record.
+fn retry_text(data: &Value) -> String {
+    let delay = data.get("delayMs").and_then(Value::as_u64).unwrap_or(0);
+    let secs = delay.div_ceil(1000);
+    let failure = data.get("failure");
+    let status = failure
+        .and_then(|f| f.get("status"))
+        .and_then(Value::as_u64)
+        .map(|s| format!("{s} "))
+        .unwrap_or_default();
+    let message = failure
+        .and_then(|f| f.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let message: String = message.chars().take(60).collect();
+    let count = match (
+        data.get("retry").and_then(Value::as_u64),
+        data.get("maxRetries").and_then(Value::as_u64),
+    ) {
+        (Some(n), Some(max)) => format!(" ({n}/{max})"),
+        _ => String::new(),
+    };
+    format!("retrying in {secs} s: {status}{message}{count}")
+        .trim_end()
+        .to_owned()
+}

@@ -1,0 +1,424 @@
+//! Drawing one frame from the app state.
+//!
+//! Layout, top to bottom: the transcript (only its visible rows are laid out), the approval
+//! card or the pending strip, the running indicator, the command popup, the composer and the
+//! status line. Chrome uses named ANSI colours so it follows the terminal's palette.
+
+use std::time::Instant;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+use serde_json::Value;
+
+use crate::app::{App, Overlay};
+use crate::diff;
+use crate::status;
+use crate::wrap::{str_width, truncate, wrap_line};
+
+/// Below this size the UI asks for a bigger terminal.
+pub const MIN_WIDTH: u16 = 40;
+/// Below this height the UI asks for a bigger terminal.
+pub const MIN_HEIGHT: u16 = 10;
+/// Where a help row's description starts (wrapped rows continue there).
+const HELP_INDENT: usize = 21;
+/// Pending rows shown before `+N`.
+const PENDING_ROWS: usize = 3;
+
+/// Draws the whole UI.
+pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        frame.render_widget(
+            Paragraph::new(format!(
+                "terminal too small ({}×{}): need {MIN_WIDTH}×{MIN_HEIGHT}",
+                area.width, area.height
+            )),
+            area,
+        );
+        return;
+    }
+    let width = area.width as usize;
+    let composer = composer_rows(app, width);
+    let max_composer = (area.height as usize * 2 / 5).clamp(1, 10);
+    let composer_height = composer.0.len().clamp(1, max_composer);
+    let bottom = bottom_rows(app, width, now);
+    let popup = popup_rows(app, width);
+    let [
+        transcript_area,
+        bottom_area,
+        popup_area,
+        rule_area,
+        composer_area,
+        status_area,
+    ] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(bottom.len() as u16),
+        Constraint::Length(popup.len() as u16),
+        Constraint::Length(1),
+        Constraint::Length(composer_height as u16),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_transcript(frame, app, transcript_area);
+    frame.render_widget(Paragraph::new(bottom), bottom_area);
+    frame.render_widget(Paragraph::new(popup), popup_area);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            "─".repeat(width),
+            Style::new().fg(Color::DarkGray),
+        )),
+        rule_area,
+    );
+    let (rows, caret) = composer;
+    let first = (caret.0 + 1).saturating_sub(composer_height);
+    let shown: Vec<Line<'static>> = rows.into_iter().skip(first).take(composer_height).collect();
+    frame.render_widget(Paragraph::new(shown), composer_area);
+    if app.overlay.is_none() && (app.cards.is_empty() || !app.card_focus) {
+        frame.set_cursor_position((
+            composer_area.x + caret.1 as u16,
+            composer_area.y + (caret.0 - first) as u16,
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            status::line(&app.info, &app.transcript.usage, width),
+            Style::new().fg(Color::DarkGray),
+        )),
+        status_area,
+    );
+    if let Some(overlay) = &app.overlay {
+        draw_overlay(frame, overlay, area);
+    }
+    if app.no_color {
+        strip_colours(frame);
+    }
+}
+
+/// `NO_COLOR`: every cell back to the terminal's own colours; modifiers stay.
+fn strip_colours(frame: &mut Frame<'_>) {
+    for cell in &mut frame.buffer_mut().content {
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+    }
+}
+
+fn draw_transcript(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+    let width = area.width as usize;
+    let rows = area.height as usize;
+    app.page = rows;
+    let height = app.transcript.height(width);
+    if app.scroll > 0 && height > app.last_height {
+        // Scrolled up: keep the anchor where it is and count what arrived below.
+        let grown = height - app.last_height;
+        app.scroll += grown;
+        app.unseen += grown;
+    }
+    app.last_height = height;
+    app.scroll = app.scroll.min(height.saturating_sub(rows));
+    if app.scroll == 0 {
+        app.unseen = 0;
+    }
+    let top = height.saturating_sub(rows).saturating_sub(app.scroll);
+    let mut lines = app.transcript.visible(width, top, rows);
+    if app.transcript.is_empty() {
+        lines = welcome(app);
+    }
+    if app.scroll > 0
+        && let Some(last) = lines.last_mut()
+    {
+        let note = if app.unseen > 0 {
+            format!("↓ {} new lines · End", app.unseen)
+        } else {
+            format!("↓ {} more lines · End", app.scroll)
+        };
+        *last = Line::styled(note, Style::new().fg(Color::Black).bg(Color::Yellow));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn welcome(app: &App) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    vec![
+        Line::from(vec![
+            Span::styled("dsh ", Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(format!(
+                "{} · {} via {}",
+                env_version(),
+                app.info.model,
+                app.info.provider
+            )),
+        ]),
+        Line::styled(app.info.cwd.display().to_string(), dim),
+        Line::styled("/help for keys and commands", dim),
+    ]
+}
+
+fn env_version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// The approval card, else the pending strip; then the running indicator.
+fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut out = Vec::new();
+    if let Some(card) = app.cards.front() {
+        let r = &card.ask.request;
+        let title = match (&r.reason, app.cards.len()) {
+            (Some(reason), 1) => format!("Allow {}? {reason}", r.tool_name),
+            (Some(reason), n) => format!("Allow {}? {reason} (1/{n})", r.tool_name),
+            (None, 1) => format!("Allow {}?", r.tool_name),
+            (None, n) => format!("Allow {}? (1/{n})", r.tool_name),
+        };
+        out.push(Line::styled(
+            title,
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+        let args = r.arguments.as_ref();
+        match diff::for_call(&r.tool_name, args) {
+            Some(d) => {
+                for row in diff::render(&d, width.saturating_sub(2))
+                    .into_iter()
+                    .take(8)
+                {
+                    let mut spans = vec![Span::raw("  ")];
+                    spans.extend(row.spans);
+                    out.push(Line::from(spans));
+                }
+            }
+            None => {
+                let shown = ["command", "file_path", "path"]
+                    .iter()
+                    .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| args.to_string());
+                for l in shown.lines().take(4) {
+                    out.extend(wrap_line(&Line::raw(format!("  $ {l}")), width, 4));
+                }
+            }
+        }
+        let keys = match &card.reason {
+            Some(reason) => {
+                format!("  deny · reason for the model: {reason}▏ (enter sends, esc back)")
+            }
+            // The choices show once they work: keys typed before go to the draft.
+            None if app.card_focus && app.card_armed(now) => {
+                "  y allow once · a allow this session · n deny · tab to the draft".to_owned()
+            }
+            None if app.card_focus => "  …".to_owned(),
+            None => "  tab back to the card".to_owned(),
+        };
+        out.push(Line::styled(truncate(&keys, width), dim));
+    } else if !app.pending.is_empty() {
+        for p in app.pending.iter().take(PENDING_ROWS) {
+            let (glyph, what) = if p.steer {
+                ("↳", "steer")
+            } else {
+                ("⇥", "queued")
+            };
+            let first = p.text.lines().next().unwrap_or("");
+            out.push(Line::styled(
+                truncate(&format!("{glyph} {what}: {first}"), width),
+                Style::new().fg(Color::Cyan),
+            ));
+        }
+        if app.pending.len() > PENDING_ROWS {
+            out.push(Line::styled(
+                format!("  +{} more", app.pending.len() - PENDING_ROWS),
+                dim,
+            ));
+        }
+    }
+    if let Some(search) = &app.search {
+        let state = if search.failed { "failing " } else { "" };
+        out.push(Line::styled(
+            truncate(&format!("{state}history search: {}▏", search.query), width),
+            Style::new().fg(Color::Cyan),
+        ));
+    }
+    let hint = app
+        .hint
+        .as_ref()
+        .filter(|(_, until)| now < *until)
+        .map(|(t, _)| t.clone());
+    if app.running() {
+        let mut text = status::indicator(
+            &app.transcript.activity,
+            !app.cards.is_empty(),
+            app.turn_started,
+            now,
+        );
+        if let Some(h) = &hint {
+            text = format!("{text} · {h}");
+        }
+        out.push(Line::styled(
+            truncate(&text, width),
+            Style::new().fg(Color::Magenta),
+        ));
+    } else if let Some(h) = hint {
+        out.push(Line::styled(truncate(&h, width), dim));
+    }
+    out
+}
+
+fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
+    let files = app.file_popup();
+    if !files.is_empty() {
+        let selected = app.popup_selected.min(files.len() - 1);
+        return files
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let style = if i == selected {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new()
+                };
+                Line::styled(truncate(&format!("  @{path}"), width), style)
+            })
+            .collect();
+    }
+    let popup = app.popup();
+    let selected = app.popup_selected.min(popup.len().saturating_sub(1));
+    popup
+        .iter()
+        .take(8)
+        .enumerate()
+        .map(|(i, (name, args, what))| {
+            let style = if i == selected {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new()
+            };
+            let head = format!("/{name} {args}");
+            Line::styled(truncate(&format!("  {head:<16} {what}"), width), style)
+        })
+        .collect()
+}
+
+/// The composer's rows (with the `› ` prompt) and the caret's (row, column).
+fn composer_rows(app: &App, width: usize) -> (Vec<Line<'static>>, (usize, usize)) {
+    let text = app.composer.text();
+    let caret = app.composer.caret();
+    let room = width.saturating_sub(2).max(1);
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut pos = (0, 2);
+    let mut offset = 0;
+    let placeholder = app.composer.is_empty();
+    if placeholder {
+        let hint = if app.running() {
+            "enter steers · tab queues · esc cancels"
+        } else {
+            "ask anything · /help"
+        };
+        rows.push(Line::from(vec![
+            Span::styled("› ", Style::new().fg(Color::Cyan)),
+            Span::styled(hint, Style::new().fg(Color::DarkGray)),
+        ]));
+        return (rows, pos);
+    }
+    for (li, line) in text.split('\n').enumerate() {
+        let mut row = String::new();
+        let mut col = 0;
+        let mut first_row = true;
+        let flush = |rows: &mut Vec<Line<'static>>, row: &mut String, first: bool| {
+            let lead = if li == 0 && first { "› " } else { "  " };
+            rows.push(Line::from(vec![
+                Span::styled(lead, Style::new().fg(Color::Cyan)),
+                Span::raw(std::mem::take(row)),
+            ]));
+        };
+        for (bi, c) in line.char_indices() {
+            let w = str_width(c.encode_utf8(&mut [0u8; 4]));
+            if col + w > room {
+                flush(&mut rows, &mut row, first_row);
+                first_row = false;
+                col = 0;
+            }
+            if offset + bi == caret {
+                pos = (rows.len(), 2 + col);
+            }
+            row.push(c);
+            col += w;
+        }
+        if offset + line.len() == caret {
+            if col >= room {
+                flush(&mut rows, &mut row, first_row);
+                first_row = false;
+                col = 0;
+            }
+            pos = (rows.len(), 2 + col);
+        }
+        flush(&mut rows, &mut row, first_row);
+        offset += line.len() + 1;
+    }
+    (rows, pos)
+}
+
+fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
+    let dim = Style::new().fg(Color::DarkGray);
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let width = area.width as usize;
+    let lines: Vec<Line<'static>> = match overlay {
+        Overlay::Help => {
+            let mut lines = vec![Line::styled("Help · esc closes", bold)];
+            for row in App::help_text() {
+                lines.extend(wrap_line(&Line::raw(row), width, HELP_INDENT));
+            }
+            lines
+        }
+        Overlay::Picker(p) => {
+            let mut lines = vec![
+                Line::styled(
+                    "Resume a session · type to filter · enter opens · esc closes",
+                    bold,
+                ),
+                Line::raw(format!("filter: {}▏", p.filter)),
+            ];
+            match &p.entries {
+                None => lines.push(Line::styled("loading…", dim)),
+                Some(_) => {
+                    let rows = p.filtered();
+                    if rows.is_empty() {
+                        lines.push(Line::styled("no matching sessions", dim));
+                    }
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64);
+                    for (i, e) in rows
+                        .iter()
+                        .enumerate()
+                        .take(area.height.saturating_sub(3) as usize)
+                    {
+                        let age = age(now.saturating_sub(e.last_activity));
+                        let turns = e.turns.map_or("?".to_owned(), |t| t.to_string());
+                        let prompt = e.first_prompt.as_deref().unwrap_or("(no prompt)");
+                        let prompt = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let text = format!("{:>4} · {turns:>3} turns · {prompt}", age);
+                        let style = if i == p.selected {
+                            Style::new().add_modifier(Modifier::REVERSED)
+                        } else {
+                            Style::new()
+                        };
+                        lines.push(Line::styled(truncate(&text, width), style));
+                    }
+                }
+            }
+            lines
+        }
+    };
+    frame.render_widget(Clear, area);
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// `5m`, `3h`, `2d`.
+fn age(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}

@@ -49,6 +49,7 @@ mod files;
 mod frames;
 mod hangup;
 mod list;
+mod mcp;
 mod models;
 mod modes;
 mod open;

@@ -17,10 +17,9 @@ use crate::record::{SessionRecord, SessionState, wire_id, wiring};
 use crate::teardown::retire;
 
 /// Rejects what the bridge does not support: a relative or missing `cwd` (every tool call would
-/// fail later, less clearly), MCP servers, extra roots.
+/// fail later, less clearly), extra roots. (MCP servers are checked by [`crate::mcp::configs`].)
 pub(crate) fn check_workspace(
     cwd: &std::path::Path,
-    mcp_servers: usize,
     additional_directories: usize,
 ) -> Result<(), Error> {
     if !cwd.is_absolute() {
@@ -34,9 +33,6 @@ pub(crate) fn check_workspace(
             "cwd {} is not an existing directory",
             cwd.display()
         )));
-    }
-    if mcp_servers > 0 {
-        return Err(invalid("MCP servers are not supported by this agent"));
     }
     if additional_directories > 0 {
         return Err(invalid(
@@ -93,11 +89,8 @@ pub(crate) async fn new_session(
     if bridge.is_closed() {
         return Err(internal("bridge has been disposed"));
     }
-    check_workspace(
-        &request.cwd,
-        request.mcp_servers.len(),
-        request.additional_directories.len(),
-    )?;
+    check_workspace(&request.cwd, request.additional_directories.len())?;
+    let servers = crate::mcp::configs(&request.mcp_servers)?;
     let id = SessionId::generate();
     let mode = Mode::initial(bridge.options.approval);
     let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
@@ -112,12 +105,17 @@ pub(crate) async fn new_session(
                     ..SessionMeta::default()
                 },
                 agent_options: bridge.options.agent_options.clone(),
-                setup: Some(wiring(
+                setup: Some(crate::mcp::with_servers(
+                    wiring(
+                        state.clone(),
+                        &bridge.options,
+                        bridge.owns_approver,
+                        false,
+                        EditorOffer::of(&bridge),
+                    ),
+                    servers,
+                    request.cwd.clone(),
                     state.clone(),
-                    &bridge.options,
-                    bridge.owns_approver,
-                    false,
-                    EditorOffer::of(&bridge),
                 )),
                 cancel: Some(bridge.closing.child_token()),
                 ..CreateAgentOptions::default()

@@ -33,7 +33,8 @@ pub struct AcpOptions {
     /// Which calls ask the client first (also the initial session mode).
     pub approval: ApprovalPolicy,
     /// Tools that change the workspace: asked about under
-    /// [`ApprovalPolicy::MutatingTools`], refused in the `read-only` mode.
+    /// [`ApprovalPolicy::MutatingTools`], refused in the `read-only` mode. MCP tools
+    /// (`mcp__…`) always count as mutating: dsh cannot tell what another program's tool does.
     pub mutating_tools: Vec<String>,
     /// Extra per-agent composition, run for every bridge-created or resumed agent.
     pub agent_setup: Option<AgentSetupHook>,
@@ -92,7 +93,7 @@ impl AcpOptions {
     }
 
     pub(crate) fn is_mutating(&self, tool: &str) -> bool {
-        self.mutating_tools.iter().any(|t| t == tool)
+        self.mutating_tools.iter().any(|t| t == tool) || tool.starts_with(dsh_mcp::naming::PREFIX)
     }
 }
 

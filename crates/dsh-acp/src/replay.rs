@@ -29,11 +29,8 @@ pub(crate) async fn load_session(
     request: LoadSessionRequest,
     conn: ConnectionTo<Client>,
 ) -> Result<LoadSessionResponse, Error> {
-    check_workspace(
-        &request.cwd,
-        request.mcp_servers.len(),
-        request.additional_directories.len(),
-    )?;
+    check_workspace(&request.cwd, request.additional_directories.len())?;
+    crate::mcp::configs(&request.mcp_servers)?;
     let persistence = bridge.ctx.get::<dyn Persistence>().ok_or_else(|| {
         internal("session/load needs session persistence, which is not configured")
     })?;
@@ -84,16 +81,22 @@ async fn resume(
         }
     }
     drop(stored);
+    let servers = crate::mcp::configs(&request.mcp_servers)?;
     let mode = Mode::initial(bridge.options.approval);
     let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
     let mut options = ResumeAgentOptions::new(id.clone());
     options.agent_options = bridge.options.agent_options.clone();
-    options.setup = Some(wiring(
+    options.setup = Some(crate::mcp::with_servers(
+        wiring(
+            state.clone(),
+            &bridge.options,
+            bridge.owns_approver,
+            true,
+            EditorOffer::of(bridge),
+        ),
+        servers,
+        request.cwd.clone(),
         state.clone(),
-        &bridge.options,
-        bridge.owns_approver,
-        true,
-        EditorOffer::of(bridge),
     ));
     options.cancel = Some(bridge.closing.child_token());
     let handle = bridge

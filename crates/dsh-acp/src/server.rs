@@ -13,8 +13,8 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
     CloseSessionRequest, ContentBlock, ContentChunk, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpCapabilities,
+    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionListCapabilities, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, StopReason,
@@ -200,6 +200,8 @@ pub(crate) fn log_refusal<T>(result: &Result<T, Error>) {
 pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
+        // Stdio MCP servers are the baseline; streamable HTTP ones are supported too.
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
         .prompt_capabilities(
             PromptCapabilities::new()
                 .image(false)

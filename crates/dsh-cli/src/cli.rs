@@ -92,6 +92,9 @@ pub enum Command {
     /// Inspect the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Inspect the configured MCP servers (`[mcp_servers.NAME]`).
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Inspect the command hooks that apply to this directory.
     #[command(subcommand)]
     Hooks(HooksCommand),
@@ -192,6 +195,14 @@ pub enum HooksCommand {
 pub enum ConfigCommand {
     /// The effective configuration with the source of each value (keys redacted).
     Show,
+}
+
+/// `dsh mcp …`.
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Start every configured server, show its state and the tools it offers, stop it again.
+    /// Exits 1 when a server failed to start.
+    List,
 }
 
 /// Rewrites the compatible spelling `dsh --profile headless TASK…` into `dsh run TASK…`.

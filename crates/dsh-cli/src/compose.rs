@@ -66,6 +66,9 @@ pub struct ComposeOptions {
     pub start_configured_agents: bool,
     /// The front end's approval policy when none is configured (`None`: ask).
     pub approval: Option<dsh_guard::ApprovalPolicy>,
+    /// The front end's own approval policy already covers MCP tools (the ACP bridge's session
+    /// modes), so the MCP servers must not ask a second time.
+    pub front_end_asks_about_mcp: bool,
 }
 
 /// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
@@ -98,6 +101,7 @@ pub struct Composed {
     compaction: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
+    mcp: Option<PluginHandle>,
     hooks: PluginHandle,
     registration: AdapterRegistration,
     /// Keeps the guard's pipeline listeners registered.
@@ -180,6 +184,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
+    let mcp = crate::mcp::mount(&ctx, settings, &options).await?;
     // After subagents, so the hooks' tool listeners nest inside the subagent plugin's approval
     // rewrite (a hook's `ask` in a child is refused like any child's ask). Idle notifications
     // only where a person waits at the prompt: the long-lived front ends.
@@ -212,6 +217,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         compaction,
         tools,
         subagents,
+        mcp,
         hooks,
         registration: adapter,
         _guard: guard,
@@ -226,6 +232,7 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
         ComposeOptions {
             start_configured_agents: true,
             approval: None,
+            front_end_asks_about_mcp: true,
         },
     )
     .await
@@ -382,12 +389,15 @@ impl Composed {
     }
 
     /// Tears everything down in the order durability needs: every agent stopped, drained and
-    /// flushed (while persistence still listens), then subagent runs, the tools, the core
+    /// flushed (while persistence still listens), then subagent runs, the MCP servers, the tools, the core
     /// services, the adapter, the shell (killing anything left running) and finally
     /// persistence, whose unmount drains every session writer.
     pub async fn shutdown(&self) {
         self.core.agent_loop.shutdown().await;
         self.subagents.dispose().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.dispose().await;
+        }
         self.hooks.dispose().await;
         self.compaction.dispose().await;
         self.tools.dispose().await;

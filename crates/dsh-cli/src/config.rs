@@ -18,6 +18,7 @@ mod empty;
 pub mod models;
 mod route;
 pub mod guard;
+mod mcp;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -160,6 +161,8 @@ pub struct Settings {
     pub catalog: ModelCatalog,
     /// `[sandbox]`, `[permissions]` and their flags.
     pub guard: guard::GuardSettings,
+    /// MCP servers (`[mcp_servers.NAME]`), in name order.
+    pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
 }
@@ -178,6 +181,8 @@ struct FileConfig {
     sandbox: guard::FileSandbox,
     #[serde(default)]
     permissions: guard::FilePermissions,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
 }
@@ -467,6 +472,7 @@ impl Settings {
             Some(n) => Sourced::new(n.into_inner(), Source::File),
             None => Sourced::new(10, Source::Default),
         };
+        let mcp_servers = mcp::resolve(&config_path, &text, file.mcp_servers)?;
         let max_tokens = match file.defaults.max_tokens {
             Some(n) if *n.get_ref() == 0 => bail!(
                 "invalid config file {}: defaults.max_tokens must be positive",
@@ -503,6 +509,7 @@ impl Settings {
             agents: file.agents,
             catalog,
             guard,
+            mcp_servers,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
         })
     }
@@ -659,6 +666,15 @@ impl Settings {
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
+        for server in &self.mcp_servers {
+            let _ = writeln!(out);
+            let state = if server.enabled { "" } else { " (disabled)" };
+            let _ = writeln!(
+                out,
+                "# mcp server `{}` (file){state}; `dsh mcp list` starts it",
+                server.name
+            );
+        }
         if !self.agents.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(

@@ -20,6 +20,7 @@ mod lazy_adapter;
 mod logging;
 mod piped;
 mod progress;
+mod mcp;
 mod render;
 mod resume_route;
 mod run;
@@ -40,7 +41,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{Cli, Command, ConfigCommand, HooksCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand};
 use crate::config::{Settings, process_env};
 
 fn main() {
@@ -92,6 +93,10 @@ fn main() {
         }
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
             Ok(settings) => print_out(&settings.render(&process_env)),
+            Err(e) => fail(&e),
+        },
+        Some(Command::Mcp(McpCommand::List)) => match Settings::load(&overrides) {
+            Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e),
         },
         Some(Command::Hooks(HooksCommand::List)) => {

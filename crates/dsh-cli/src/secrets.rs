@@ -136,8 +136,9 @@ fn split_env(
     (secrets, kept)
 }
 
-/// Every `api_key_env` the config file names, read leniently: a file that does not parse
-/// yields none here, and the real load reports it a moment later.
+/// Every `api_key_env` the config file names, and every MCP server's `bearer_token_env_var`,
+/// read leniently: a file that does not parse yields none here, and the real load reports it a
+/// moment later.
 fn configured_key_names() -> Vec<OsString> {
     let Ok(home) = crate::config::dsh_home(&crate::config::process_env) else {
         return Vec::new();
@@ -148,15 +149,20 @@ fn configured_key_names() -> Vec<OsString> {
     let Ok(table) = text.parse::<toml::Table>() else {
         return Vec::new();
     };
-    let Some(providers) = table.get("providers").and_then(toml::Value::as_table) else {
-        return Vec::new();
+    let named = |section: &str, key: &'static str| -> Vec<OsString> {
+        let Some(entries) = table.get(section).and_then(toml::Value::as_table) else {
+            return Vec::new();
+        };
+        entries
+            .values()
+            .filter_map(|p| p.get(key)?.as_str())
+            .filter(|name| !name.is_empty())
+            .map(OsString::from)
+            .collect()
     };
-    providers
-        .values()
-        .filter_map(|p| p.get("api_key_env")?.as_str())
-        .filter(|name| !name.is_empty())
-        .map(OsString::from)
-        .collect()
+    let mut names = named("providers", "api_key_env");
+    names.extend(named("mcp_servers", "bearer_token_env_var"));
+    names
 }
 
 /// `NAME=VALUE\0…`, the layout of an environment block (names hold no `=`, values no NUL).

@@ -164,6 +164,7 @@ pub async fn compose_interactive(settings: &Settings) -> anyhow::Result<Composed
         ComposeOptions {
             start_configured_agents: true,
             approval: None,
+            ..ComposeOptions::default()
         },
     )
     .await?;

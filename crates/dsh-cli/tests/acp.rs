@@ -338,3 +338,106 @@ fn acp_with_a_local_provider_and_no_model_starts_and_asks_the_server() {
     let (status, _) = acp.hang_up();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn acp_session_new_starts_the_editors_mcp_servers_asks_before_their_tools_run_and_reports_a_broken_one()
+ {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__editor_tools__echo",
+            r#"{"text":"via the editor's server"}"#,
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn(&w);
+    let init = acp.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let mcp = &init["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!(mcp["http"], true, "{init}");
+    assert_eq!(mcp["sse"], false, "{init}");
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let server = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+    let created = acp.call(
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [
+            {"name": "editor tools", "command": server, "args": [], "env": []},
+            {"name": "broken", "command": "/nonexistent/mcp-server", "args": [], "env": []}
+        ]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = acp.prompt(&session, "use the editor's tool");
+    // The default mode asks the editor before an MCP tool runs; allow it once.
+    allow_next_permission(&mut acp, "call_1");
+    let done = acp.response(prompt);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let requests = w.server.requests();
+    let result = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(result.contains("via the editor's server"), "{result}");
+    // The broken server was reported in the session, and the session went on without it.
+    let said: String = acp
+        .seen
+        .iter()
+        .filter(|f| f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|f| f["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(
+        said.contains("MCP server `broken`: cannot start `/nonexistent/mcp-server`"),
+        "{said}"
+    );
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}
+
+/// Waits for the next `session/request_permission` (for `call`) and allows it once.
+fn allow_next_permission(acp: &mut Acp, call: &str) {
+    loop {
+        let line = acp.frames.recv_timeout(FRAME_DEADLINE).unwrap();
+        let frame: Value = serde_json::from_str(&line).unwrap();
+        if frame["method"] == "session/request_permission" {
+            assert_eq!(frame["params"]["toolCall"]["toolCallId"], call, "{frame}");
+            acp.send(&json!({"jsonrpc": "2.0", "id": frame["id"], "result":
+                {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}));
+            return;
+        }
+        acp.seen.push(frame);
+    }
+}
+
+#[test]
+fn acp_session_load_starts_the_mcp_servers_the_editor_sends_with_it() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::text("first"))
+        .push(MockResponse::tool_call(
+            "call_2",
+            "mcp__t__echo",
+            r#"{"text":"after load"}"#,
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn(&w);
+    acp.initialize();
+    let session = acp.new_session(&w);
+    let first = acp.prompt(&session, "hi");
+    assert_eq!(acp.response(first)["result"]["stopReason"], "end_turn");
+    let closed = acp.call("session/close", json!({"sessionId": session}));
+    assert!(closed.get("error").is_none(), "{closed}");
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let server = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+    let loaded = acp.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd, "mcpServers": [
+            {"name": "t", "command": server, "args": [], "env": []}
+        ]}),
+    );
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    let second = acp.prompt(&session, "use the tool");
+    allow_next_permission(&mut acp, "call_2");
+    assert_eq!(acp.response(second)["result"]["stopReason"], "end_turn");
+    let result = serde_json::to_string(w.server.requests()[2].messages()).unwrap();
+    assert!(result.contains("after load"), "{result}");
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}

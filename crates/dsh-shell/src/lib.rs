@@ -84,7 +84,7 @@ mod result;
 mod spec;
 mod spill;
 mod stop;
-mod supervisor;
+pub mod supervisor;
 mod task;
 
 pub use config::ShellConfig;

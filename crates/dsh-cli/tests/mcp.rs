@@ -1,0 +1,251 @@
+#![allow(clippy::unwrap_used)]
+//! MCP end to end: `dsh run` and `dsh mcp list` with `[mcp_servers.*]` running the real test
+//! server process, the model at the mock server.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{World, stderr, stdout};
+use dsh_testkit::MockResponse;
+
+const SERVER: &str = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Writes `$DSH_HOME/config.toml` with `tables` (TOML text).
+fn configure(w: &World, tables: &str) {
+    std::fs::write(w.home.path().join("config.toml"), tables).unwrap();
+}
+
+/// A `[mcp_servers.NAME]` table running the test server with `args`, calls allowed.
+fn server_table(name: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {SERVER:?}\nargs = [{}]\ndefault_tools_approval_mode = \"approve\"\n\n",
+        args.join(", ")
+    )
+}
+
+fn log_path(w: &World) -> PathBuf {
+    w.cwd.path().join("server.log")
+}
+
+fn logged_pid(log: &Path, prefix: &str) -> u32 {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(pid) = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{prefix} ")))
+        {
+            return pid.parse().unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never logged `{prefix}`"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    })
+}
+
+/// Polls (bounded) until `pid` is gone: another process's exit cannot be awaited.
+fn until_gone(pid: u32) {
+    let deadline = Instant::now() + PATIENCE;
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "process {pid} outlived dsh");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn dsh_run_calls_a_tool_of_a_configured_stdio_server() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__echo",
+            r#"{"text":"from the server"}"#,
+        ))
+        .push(MockResponse::text("All done."));
+    let out = w.output(&["run", "use the tool"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "All done.\n");
+    let requests = w.server.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .filter(|n| n.starts_with("mcp__"))
+        .collect();
+    assert!(offered.contains(&"mcp__t__echo"), "{offered:?}");
+    let last = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(last.contains("from the server"), "{last}");
+    assert!(
+        w.server.violations().is_empty(),
+        "{:?}",
+        w.server.violations()
+    );
+}
+
+#[test]
+fn a_server_gets_no_provider_key() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server
+        .push(MockResponse::tool_call("call_1", "mcp__t__env", "{}"))
+        .push(MockResponse::text("ok"));
+    let out = w
+        .dsh(&["run", "list the environment"])
+        .env("SOME_SECRET_TOKEN", "s3cret")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+    assert!(result.contains("PATH"), "{result}");
+    for secret in ["DEEPSEEK_API_KEY", "SOME_SECRET_TOKEN", "DSH_HOME"] {
+        assert!(
+            !result.contains(secret),
+            "{secret} reached the server: {result}"
+        );
+    }
+}
+
+#[test]
+fn a_prompt_mode_tool_is_refused_by_a_headless_run() {
+    let w = World::new();
+    configure(&w, &format!("[mcp_servers.t]\ncommand = {SERVER:?}\n"));
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__echo",
+            r#"{"text":"x"}"#,
+        ))
+        .push(MockResponse::text("ok"));
+    let out = w.output(&["run", "try"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+    assert!(result.contains("requires approval"), "{result}");
+}
+
+#[test]
+fn a_server_that_fails_to_start_is_reported_and_the_run_goes_on() {
+    let w = World::new();
+    configure(
+        &w,
+        "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+    );
+    w.server.push(MockResponse::text("fine without it"));
+    let out = w.output(&["run", "anything"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "fine without it\n");
+    let err = stderr(&out);
+    assert!(
+        err.contains("dsh: MCP server `broken`: cannot start `/nonexistent/mcp-server`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn killing_dsh_leaves_no_server_process() {
+    let w = World::new();
+    let log = log_path(&w);
+    configure(
+        &w,
+        &server_table("t", &["--log", log.to_str().unwrap(), "--grandchild"]),
+    );
+    let (held, _hold) = MockResponse::text("never").hold_before_headers();
+    w.server.push(held);
+    let mut dsh = w.spawn(&["run", "wait"]);
+    let server = logged_pid(&log, "started");
+    let child = logged_pid(&log, "child");
+    assert!(alive(server) && alive(child));
+    dsh.kill().unwrap(); // SIGKILL: no cleanup code of dsh runs.
+    dsh.wait().unwrap();
+    until_gone(server);
+    until_gone(child);
+}
+
+#[test]
+fn mcp_list_shows_each_server_its_state_and_tools() {
+    let w = World::new();
+    configure(
+        &w,
+        &format!(
+            "{}[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n\n[mcp_servers.off]\ncommand = \"x\"\nenabled = false\n",
+            server_table("good", &[])
+        ),
+    );
+    let out = w.output(&["mcp", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed server fails the listing"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("broken: FAILED: MCP server `broken`: cannot start"),
+        "{text}"
+    );
+    assert!(
+        text.contains("good: ready, 6 tool(s)\n  mcp__good__echo\n"),
+        "{text}"
+    );
+    assert!(text.contains("off: disabled"), "{text}");
+}
+
+#[test]
+fn a_bad_server_table_is_reported_at_its_location() {
+    let w = World::new();
+    configure(&w, "[defaults]\n\n[mcp_servers.x]\nargs = []\n");
+    let out = w.output(&["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.toml:3:1: mcp_servers.x: missing `command`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bearer_token_is_read_from_dshs_secrets_and_never_printed() {
+    // `…_TOKEN` looks secret, so dsh moves it out of its environment at start-up: the token
+    // must come from dsh's private copy. The mock is no MCP server, but it records the header.
+    let w = World::new();
+    configure(
+        &w,
+        &format!(
+            "[mcp_servers.h]\nurl = \"{}/mcp\"\nbearer_token_env_var = \"DOCS_MCP_TOKEN\"\nstartup_timeout_sec = 5\n",
+            w.server.url()
+        ),
+    );
+    let out = w
+        .dsh(&["mcp", "list"])
+        .env("DOCS_MCP_TOKEN", "tok-123")
+        .output()
+        .unwrap();
+    let sent: Vec<Option<String>> = w
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    assert!(
+        sent.first()
+            .is_some_and(|a| a.as_deref() == Some("Bearer tok-123")),
+        "{sent:?}; stderr: {}",
+        stderr(&out)
+    );
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!shown.contains("tok-123"), "{shown}");
+}

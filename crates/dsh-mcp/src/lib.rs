@@ -1,0 +1,44 @@
+//! MCP for dsh: the tools of Model Context Protocol servers as dsh tools.
+//!
+//! Built on the official Rust SDK, `rmcp`, as a client of two transports: **stdio** (a local
+//! program dsh starts: [`Transport::Stdio`]) and **streamable HTTP** (a remote endpoint, with
+//! an optional bearer token read from a named variable: [`Transport::Http`]). Front ends
+//! describe servers as [`ServerConfig`]s (the CLI reads Codex-shaped `[mcp_servers.NAME]`
+//! tables; the ACP bridge takes the editor's `mcpServers`) and start them as a set:
+//!
+//! - [`McpPlugin`] for process-wide servers, or [`McpServers::start`] on an agent's context for
+//!   one session's servers. Servers start concurrently, each bounded by its start-up timeout; a
+//!   server that fails is reported and the session goes on without it.
+//! - Tools are offered as `mcp__<server>__<tool>` ([`naming`]) with schemas made acceptable to
+//!   providers ([`schema`]); results become tool outputs ([`result`]).
+//! - The tool list changes only at step boundaries (`agent/pre-step`), so the prompt prefix is
+//!   stable within a step even when a server announces a new list.
+//! - A cancelled call returns `ABORTED` at once and sends `notifications/cancelled`; a hanging
+//!   server is bounded by the tool timeout.
+//! - Calls of a server in the default `prompt` approval mode are `Ask` on
+//!   `tools/pre-execute`: with nobody to ask they are refused (fail closed).
+//! - Stdio servers get an environment built from an allow-list ([`env`]) and run in their own
+//!   process group under the shell's supervisor, so none outlives dsh, even on SIGKILL.
+
+mod config;
+pub mod env;
+mod error;
+pub mod naming;
+mod plugin;
+mod process;
+pub mod result;
+pub mod schema;
+mod server;
+mod servers;
+mod tool;
+
+#[cfg(feature = "test-server")]
+pub mod test_server;
+
+pub use config::{
+    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
+};
+pub use error::McpError;
+pub use plugin::McpPlugin;
+pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};
+pub use servers::{EnvLookup, FailureReporter, McpOptions, McpServers, ServerState, ServerStatus};

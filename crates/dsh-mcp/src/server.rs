@@ -1,0 +1,407 @@
+//! One connected server: the MCP session, its process, its current tool list, and calls.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_tools::{ToolError, ToolOutput};
+use parking_lot::Mutex;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpToolDef,
+};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerConfig, Transport};
+use crate::env::server_env;
+use crate::error::McpError;
+use crate::naming::tool_name;
+use crate::process::{Launch, ServerProcess};
+use crate::result::to_output;
+use crate::schema::normalize;
+
+/// Error code of a call that outlived `tool_timeout_sec`.
+pub const MCP_TOOL_TIMEOUT: &str = "MCP_TOOL_TIMEOUT";
+/// Error code of a call the server or the connection failed (not a tool's own `isError`).
+pub const MCP_CALL_FAILED: &str = "MCP_CALL_FAILED";
+
+/// One tool as offered to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OfferedTool {
+    /// The model-facing name (`mcp__server__tool`).
+    pub name: String,
+    /// The tool's name on its server.
+    pub remote: String,
+    /// What it does, as the server says.
+    pub description: String,
+    /// Its normalised input schema.
+    pub parameters: Value,
+}
+
+/// Receives the server's notifications: a tools-list change bumps the wanted generation, and
+/// the server's refresher lists the tools again.
+struct Handler {
+    wanted: watch::Sender<u64>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.wanted.send_modify(|g| *g += 1);
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// What [`McpServer::connect`] needs besides the server's config.
+pub(crate) struct ConnectEnv<'a> {
+    /// Working directory of a stdio server whose config names none.
+    pub cwd: &'a Path,
+    /// Variables never passed to a server by name.
+    pub hidden_env: &'a [String],
+    /// Reads a variable of dsh's environment (the bearer token).
+    pub lookup: &'a (dyn Fn(&str) -> Option<String> + Send + Sync),
+    /// Stops a start in progress (the owning scope is going away).
+    pub closing: &'a CancellationToken,
+}
+
+/// A connected server.
+pub struct McpServer {
+    config: ServerConfig,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    process: Mutex<Option<ServerProcess>>,
+    pid: Option<u32>,
+    /// The current offered tools and the generation they were listed for.
+    tools: Mutex<(u64, Arc<Vec<OfferedTool>>)>,
+    wanted: watch::Sender<u64>,
+    listed: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.config.name)
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Starts (stdio) or reaches (HTTP) the server, completes the MCP handshake and lists its
+    /// tools, all within `startup_timeout`. On any failure nothing is left running.
+    pub(crate) async fn connect(
+        config: &ServerConfig,
+        env: &ConnectEnv<'_>,
+    ) -> Result<Arc<McpServer>, McpError> {
+        let (wanted, _) = watch::channel(0u64);
+        let handler = Handler {
+            wanted: wanted.clone(),
+        };
+        let mut process = None;
+        let mut stderr = None;
+        let handshake = match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env: explicit,
+                env_vars,
+                cwd,
+            } => {
+                let (vars, refused) =
+                    server_env(std::env::vars_os(), env_vars, env.hidden_env, explicit);
+                if !refused.is_empty() {
+                    tracing::warn!(
+                        server = %config.name,
+                        "not passing {} to the MCP server: secret-looking or provider key \
+                         variables are never passed by name; set the server's own value in its \
+                         `env` table",
+                        refused.join(", ")
+                    );
+                }
+                let launch = Launch {
+                    server: &config.name,
+                    command,
+                    args,
+                    cwd: cwd.as_deref().unwrap_or(env.cwd),
+                    env: &vars,
+                };
+                let (proc, stdout, stdin) =
+                    ServerProcess::spawn(&launch).map_err(|source| McpError::Spawn {
+                        server: config.name.clone(),
+                        command: command.clone(),
+                        source,
+                    })?;
+                stderr = Some(proc.stderr.clone());
+                process = Some(proc);
+                handler.serve((stdout, stdin)).boxed_start()
+            }
+            Transport::Http {
+                url,
+                bearer_token_env_var,
+                http_headers,
+            } => {
+                let transport =
+                    http_transport(config, url, bearer_token_env_var, http_headers, env)?;
+                handler.serve(transport).boxed_start()
+            }
+        };
+        let started = async {
+            let service = handshake.await.map_err(|e| ("initialize", e))?;
+            let tools = service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| ("tools/list", e.to_string()))?;
+            Ok::<_, (&'static str, String)>((service, tools))
+        };
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(config.startup_timeout, started) => outcome,
+            () = env.closing.cancelled() => Ok(Err(("start", "dsh is shutting down".to_owned()))),
+        };
+        let (service, listed) = match outcome {
+            Ok(Ok(ok)) => ok,
+            failed => {
+                // Stopped first, so the report holds everything the server said before dying.
+                if let Some(process) = process {
+                    process.stop().await;
+                }
+                let stderr = stderr.as_ref().map(|s| s.text()).unwrap_or_default();
+                return Err(match failed {
+                    Ok(Err((stage, reason))) => McpError::Protocol {
+                        server: config.name.clone(),
+                        stage,
+                        reason,
+                        stderr,
+                    },
+                    _ => McpError::StartupTimeout {
+                        server: config.name.clone(),
+                        timeout: config.startup_timeout,
+                        stderr,
+                    },
+                });
+            }
+        };
+        let pid = process.as_ref().and_then(ServerProcess::id);
+        let server = Arc::new(McpServer {
+            config: config.clone(),
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            process: Mutex::new(process),
+            pid,
+            tools: Mutex::new((0, Arc::new(offer(config, &listed)))),
+            wanted,
+            listed: watch::channel(0).0,
+        });
+        tokio::spawn(refresh_on_change(Arc::downgrade(&server)));
+        Ok(server)
+    }
+
+    /// The server's config.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The local server's process id (`None` for HTTP servers).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The tools offered now, and the list generation they belong to (bumped by every
+    /// tools-list change the server announced and dsh listed again).
+    pub fn tools(&self) -> (u64, Arc<Vec<OfferedTool>>) {
+        let tools = self.tools.lock();
+        (tools.0, tools.1.clone())
+    }
+
+    /// Resolves once every announced tools-list change has been listed again (or after
+    /// `limit`): what a step boundary waits for, so a change the server announced before the
+    /// boundary is applied at it.
+    pub(crate) async fn listed_up_to_date(&self, limit: Duration) {
+        let target = *self.wanted.borrow();
+        let mut listed = self.listed.subscribe();
+        let _ = tokio::time::timeout(limit, listed.wait_for(|g| *g >= target)).await;
+    }
+
+    /// Calls `tool` (its name on the server) with `args`. Cancellation returns `ABORTED` at
+    /// once and the dropped request sends `notifications/cancelled`; so does the tool timeout,
+    /// with its own code.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let arguments = match args {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::invalid_arguments(
+                    tool,
+                    format!("expected a JSON object, got {other}"),
+                ));
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        let timeout = self.config.tool_timeout;
+        let server = &self.config.name;
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ToolError::aborted()),
+            outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)) => match outcome {
+                Ok(Ok(result)) => Ok(to_output(server, tool, result)),
+                Ok(Err(error)) => Err(ToolError::coded(
+                    "McpCallError",
+                    MCP_CALL_FAILED,
+                    format!("MCP server `{server}` failed the call of `{tool}`: {error}"),
+                )),
+                Err(_) => Err(ToolError::coded(
+                    "McpTimeoutError",
+                    MCP_TOOL_TIMEOUT,
+                    format!(
+                        "MCP tool `{tool}` of server `{server}` did not answer within {timeout:?} \
+                         (tool_timeout_sec); the call was cancelled"
+                    ),
+                )),
+            },
+        }
+    }
+
+    /// Closes the MCP session and stops the process (its whole group). Idempotent.
+    pub async fn shutdown(&self) {
+        if let Some(service) = self.service.lock().await.take() {
+            // Closing the transport closes the server's stdin: a well-behaved server exits.
+            let _ = service.cancel().await;
+        }
+        let process = self.process.lock().take();
+        if let Some(process) = process {
+            process.stop().await;
+        }
+    }
+}
+
+/// Lists the tools again whenever the server announced a change, until the server is gone.
+async fn refresh_on_change(server: std::sync::Weak<McpServer>) {
+    let Some(mut wanted) = server.upgrade().map(|s| s.wanted.subscribe()) else {
+        return;
+    };
+    while wanted.changed().await.is_ok() {
+        let generation = *wanted.borrow_and_update();
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        // Bounded like a start: a server that never answers keeps its old list, and the step
+        // boundaries waiting for this listing go on.
+        let listing =
+            tokio::time::timeout(server.config.startup_timeout, server.peer.list_all_tools());
+        match listing
+            .await
+            .map_err(|_| "timed out".to_owned())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
+            Ok(listed) => {
+                let offered = offer(&server.config, &listed);
+                *server.tools.lock() = (generation, Arc::new(offered));
+            }
+            Err(error) => {
+                tracing::warn!(server = %server.config.name, %error, "cannot list the changed tools; keeping the old list");
+            }
+        }
+        server.listed.send_replace(generation);
+    }
+}
+
+/// The offered subset of `listed`, named and normalised.
+fn offer(config: &ServerConfig, listed: &[McpToolDef]) -> Vec<OfferedTool> {
+    let mut taken = HashSet::new();
+    listed
+        .iter()
+        .filter(|t| config.offers(&t.name))
+        .map(|t| OfferedTool {
+            name: tool_name(&config.name, &t.name, &mut taken),
+            remote: t.name.to_string(),
+            description: t
+                .description
+                .as_deref()
+                .map(str::to_owned)
+                .unwrap_or_else(|| {
+                    format!("Tool `{}` of the MCP server `{}`.", t.name, config.name)
+                }),
+            parameters: normalize(&Value::Object((*t.input_schema).clone())),
+        })
+        .collect()
+}
+
+fn http_transport(
+    config: &ServerConfig,
+    url: &str,
+    bearer_token_env_var: &Option<String>,
+    http_headers: &BTreeMap<String, String>,
+    env: &ConnectEnv<'_>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    let invalid = |reason: String| McpError::InvalidConfig {
+        server: config.name.clone(),
+        reason,
+    };
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(var) = bearer_token_env_var {
+        let token = (env.lookup)(var).ok_or_else(|| McpError::MissingToken {
+            server: config.name.clone(),
+            var: var.clone(),
+        })?;
+        transport = transport.auth_header(token);
+    }
+    let mut headers = std::collections::HashMap::new();
+    for (name, value) in http_headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("invalid HTTP header name `{name}`")))?;
+        // The value is not echoed: headers are where people put credentials.
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| invalid(format!("invalid value for HTTP header `{name}`")))?;
+        headers.insert(name, value);
+    }
+    transport = transport.custom_headers(headers);
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+    Ok(StreamableHttpClientTransport::with_client(
+        client, transport,
+    ))
+}
+
+/// The handshake future with the transport's type erased, so both arms of `connect` agree.
+trait BoxedStart {
+    fn boxed_start(
+        self,
+    ) -> futures::future::BoxFuture<'static, Result<RunningService<RoleClient, Handler>, String>>;
+}
+
+impl<F, E> BoxedStart for F
+where
+    F: Future<Output = Result<RunningService<RoleClient, Handler>, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    fn boxed_start(
+        self,
+    ) -> futures::future::BoxFuture<'static, Result<RunningService<RoleClient, Handler>, String>>
+    {
+        use futures::FutureExt;
+        self.map(|r| r.map_err(|e| e.to_string())).boxed()
+    }
+}

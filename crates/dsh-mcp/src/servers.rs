@@ -1,0 +1,459 @@
+//! A set of servers started together for one scope (a process, or one ACP session).
+//!
+//! Lifecycle:
+//! 1. [`McpServers::start`] starts every enabled server at once, each bounded by its own
+//!    start-up timeout, and returns without waiting: the rest of the harness keeps composing
+//!    while servers boot. A server that fails is reported (log, the `on_failure` callback the
+//!    front end gave) and left out; the others are unaffected.
+//! 2. The first prompt assembly (`system-prompt/assemble`, which the loop runs at the start of
+//!    every step, before `agent/pre-step`) waits until every start has settled, so the first
+//!    model request already offers the tools of every server that came up; the cost is the
+//!    slowest server's start, not the sum (they start concurrently).
+//! 3. Tools enter the tool runtime only at that step boundary: the initial lists, and any list
+//!    a server changes later (`notifications/tools/list_changed`). Between boundaries the
+//!    offered tools never change, so neither does the prompt prefix. The assembly being built
+//!    gets the same tools (it was collected a moment before the registry was brought up to
+//!    date): this set's tools are replaced by its current ones, in the canonical lexicographic
+//!    order when the list was in it (a deployment `tool_order` keeps them last).
+//! 4. Disposing the scope (or [`McpServers::shutdown`]) unregisters the tools, closes every
+//!    session and stops every server process group.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use std::collections::BTreeSet;
+
+use dsh_kernel::{BoxError, Context, Registration};
+use dsh_llm::ToolSchema;
+use dsh_prompt::{PromptAssemble, PromptAssembly};
+use dsh_tools::{PreExecute, ToolRuntime, ToolsPreExecute};
+use futures::future::join_all;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ApprovalMode, ServerConfig};
+use crate::error::McpError;
+use crate::server::{ConnectEnv, McpServer};
+use crate::tool::McpTool;
+
+/// How long a step boundary waits for a server to list its changed tools before going on with
+/// the old list.
+const RELIST_WAIT: Duration = Duration::from_secs(5);
+
+/// Called once per server that fails to start (after it was logged), so a front end can show
+/// it where its user looks: stderr, the UI, an ACP message.
+pub type FailureReporter = Arc<dyn Fn(&McpError) + Send + Sync>;
+
+/// Reads one variable of dsh's own environment (the bearer tokens).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How a set of servers is started and offered.
+#[derive(Clone)]
+pub struct McpOptions {
+    /// Working directory of stdio servers whose config names none (the session's).
+    pub cwd: PathBuf,
+    /// Variables never passed to a server by name (the provider key variables).
+    pub hidden_env: Vec<String>,
+    /// Whether calls of `prompt`-mode servers become `Ask` on `tools/pre-execute`. A front end
+    /// whose own policy already asks about MCP tools (the ACP bridge's session modes) turns
+    /// it off so it does not ask twice.
+    pub ask: bool,
+    /// Where start failures are shown besides the log.
+    pub on_failure: Option<FailureReporter>,
+    /// Where bearer tokens are read (default: the process environment).
+    pub lookup: EnvLookup,
+}
+
+impl McpOptions {
+    /// Options for servers working in `cwd`: ask before calls, hide nothing extra, report
+    /// failures only in the log, read tokens from the process environment.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            hidden_env: Vec::new(),
+            ask: true,
+            on_failure: None,
+            lookup: Arc::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
+        }
+    }
+}
+
+impl std::fmt::Debug for McpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOptions")
+            .field("cwd", &self.cwd)
+            .field("hidden_env", &self.hidden_env)
+            .field("ask", &self.ask)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where one server stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerState {
+    /// `enabled = false`: configured, never started.
+    Disabled,
+    /// Starting (or listing its tools).
+    Starting,
+    /// Connected; its tools are offered.
+    Ready,
+    /// Failed to start; the reason.
+    Failed(String),
+}
+
+/// One server as `dsh mcp list` shows it.
+#[derive(Clone, Debug)]
+pub struct ServerStatus {
+    /// Its configured name.
+    pub name: String,
+    /// Where it stands.
+    pub state: ServerState,
+    /// The model-facing names of its offered tools (empty unless ready).
+    pub tools: Vec<String>,
+    /// The local server's process id.
+    pub pid: Option<u32>,
+}
+
+#[derive(Default)]
+struct Entry {
+    state: Option<Result<Arc<McpServer>, String>>,
+    /// The list generation registered in the tool runtime, and its registrations.
+    applied: Option<u64>,
+    registrations: Vec<Registration>,
+    /// The schemas of the tools registered now (what an assembly must offer).
+    registered: Vec<ToolSchema>,
+}
+
+/// The servers of one scope. See the module docs for the lifecycle.
+pub struct McpServers {
+    configs: Vec<ServerConfig>,
+    entries: Mutex<Vec<Entry>>,
+    settled: watch::Sender<usize>,
+    closing: CancellationToken,
+    starts: Mutex<Vec<JoinHandle<()>>>,
+    /// Serializes step-boundary updates of the registry (agents of one scope step concurrently).
+    apply: tokio::sync::Mutex<()>,
+    /// Every tool name this set ever registered (what an assembly may hold stale).
+    ever: Mutex<BTreeSet<String>>,
+    ctx: Context,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServers")
+            .field("servers", &self.configs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServers {
+    /// Starts every enabled server of `configs` in the background and wires the set into
+    /// `ctx`: tools (registered at step boundaries through `ctx`, so an agent's context keeps
+    /// them to that agent), the approval listener, the step-boundary listener, and shutdown
+    /// when `ctx`'s scope is disposed. Invalid configs are reported like failed starts.
+    pub fn start(
+        ctx: &Context,
+        configs: Vec<ServerConfig>,
+        options: McpOptions,
+    ) -> Result<Arc<McpServers>, BoxError> {
+        let set = Arc::new(McpServers {
+            entries: Mutex::new(configs.iter().map(|_| Entry::default()).collect()),
+            configs,
+            settled: watch::channel(0).0,
+            closing: CancellationToken::new(),
+            starts: Mutex::new(Vec::new()),
+            apply: tokio::sync::Mutex::new(()),
+            ever: Mutex::new(BTreeSet::new()),
+            ctx: ctx.clone(),
+        });
+        // The scope owns the set (a caller may drop the returned handle): it lives, serves step
+        // boundaries and list changes, until the scope is disposed, which stops it.
+        let owned = set.clone();
+        let _ = ctx
+            .scope()
+            .defer_async(move || async move { owned.shutdown().await })?;
+        set.listen(ctx, options.ask)?;
+        let options = Arc::new(options);
+        let mut starts = Vec::new();
+        for (index, config) in set.configs.iter().enumerate() {
+            if !config.enabled {
+                set.settle(index, None);
+                continue;
+            }
+            let me = set.clone();
+            let options = options.clone();
+            let config = config.clone();
+            starts.push(tokio::spawn(async move {
+                let outcome = match config.validate() {
+                    Ok(()) => {
+                        let env = ConnectEnv {
+                            cwd: &options.cwd,
+                            hidden_env: &options.hidden_env,
+                            lookup: &*options.lookup,
+                            closing: &me.closing,
+                        };
+                        McpServer::connect(&config, &env).await
+                    }
+                    Err(e) => Err(e),
+                };
+                let outcome = match outcome {
+                    Ok(server) => {
+                        tracing::info!(server = %config.name, tools = server.tools().1.len(), "MCP server ready");
+                        Ok(server)
+                    }
+                    Err(error) => {
+                        tracing::warn!(server = %config.name, "{error}");
+                        if let Some(report) = &options.on_failure
+                            && !me.closing.is_cancelled()
+                        {
+                            report(&error);
+                        }
+                        Err(error.to_string())
+                    }
+                };
+                me.settle(index, Some(outcome));
+            }));
+        }
+        *set.starts.lock() = starts;
+        Ok(set)
+    }
+
+    fn settle(&self, index: usize, outcome: Option<Result<Arc<McpServer>, String>>) {
+        let late = {
+            let mut entries = self.entries.lock();
+            match entries.get_mut(index) {
+                Some(entry) if !self.closing.is_cancelled() => {
+                    entry.state = outcome;
+                    None
+                }
+                _ => outcome,
+            }
+        };
+        // A start that finished after shutdown began must not leave its server running.
+        if let Some(Ok(server)) = late {
+            tokio::spawn(async move { server.shutdown().await });
+        }
+        self.settled.send_modify(|n| *n += 1);
+    }
+
+    /// Registers the step-boundary listener and, when `ask`, the approval listener.
+    fn listen(self: &Arc<Self>, ctx: &Context, ask: bool) -> Result<(), BoxError> {
+        let weak = Arc::downgrade(self);
+        let _ = ctx.on_waterfall::<PromptAssemble, _>(move |assembly, next| {
+            let set = weak.upgrade();
+            async move {
+                let assembly = match set {
+                    Some(set) => {
+                        set.step_boundary().await;
+                        set.offer_in(assembly)
+                    }
+                    None => assembly,
+                };
+                next.run(assembly).await
+            }
+        })?;
+        if ask {
+            let weak: Weak<McpServers> = Arc::downgrade(self);
+            let _ = ctx.on_waterfall::<ToolsPreExecute, _>(move |call, next| {
+                let server = weak
+                    .upgrade()
+                    .and_then(|set| set.prompting_server_of(&call.name));
+                async move {
+                    let name = call.name.clone();
+                    let inner = next.run(call).await?;
+                    Ok(match (inner, server) {
+                        (PreExecute::Allow, Some(server)) => PreExecute::Ask {
+                            reason: Some(format!(
+                                "`{name}` is a tool of the MCP server `{server}`, and dsh cannot \
+                                 tell what it does"
+                            )),
+                        },
+                        (inner, _) => inner,
+                    })
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The server owning the registered tool `name`, when its calls ask first.
+    fn prompting_server_of(&self, name: &str) -> Option<String> {
+        let entries = self.entries.lock();
+        self.configs
+            .iter()
+            .zip(entries.iter())
+            .filter(|(config, _)| config.approval == ApprovalMode::Prompt)
+            .find_map(|(config, entry)| match &entry.state {
+                Some(Ok(server)) if server.tools().1.iter().any(|t| t.name == name) => {
+                    Some(config.name.clone())
+                }
+                _ => None,
+            })
+    }
+
+    /// Resolves once every enabled server has started or failed.
+    pub async fn settled(&self) {
+        let total = self.configs.len();
+        let mut settled = self.settled.subscribe();
+        let _ = settled.wait_for(|n| *n >= total).await;
+    }
+
+    /// What a step boundary does: wait for the starts, wait for announced list changes to be
+    /// listed, then bring the registry up to date.
+    async fn step_boundary(&self) {
+        self.settled().await;
+        let ready: Vec<Arc<McpServer>> = self.ready();
+        join_all(ready.iter().map(|s| s.listed_up_to_date(RELIST_WAIT))).await;
+        if let Err(error) = self.apply().await {
+            tracing::warn!(%error, "cannot offer the tools of MCP servers");
+        }
+    }
+
+    fn ready(&self) -> Vec<Arc<McpServer>> {
+        self.entries
+            .lock()
+            .iter()
+            .filter_map(|e| match &e.state {
+                Some(Ok(server)) => Some(server.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Registers every server's current tool list whose generation is not registered yet,
+    /// replacing the previous one.
+    async fn apply(&self) -> Result<(), BoxError> {
+        let _serial = self.apply.lock().await;
+        let Some(runtime) = self.ctx.get::<ToolRuntime>() else {
+            return Ok(());
+        };
+        let count = self.configs.len();
+        for index in 0..count {
+            let (server, old) = {
+                let mut entries = self.entries.lock();
+                let Some(entry) = entries.get_mut(index) else {
+                    continue;
+                };
+                let Some(Ok(server)) = &entry.state else {
+                    continue;
+                };
+                let generation = server.tools().0;
+                if entry.applied == Some(generation) {
+                    continue;
+                }
+                entry.applied = Some(generation);
+                (server.clone(), std::mem::take(&mut entry.registrations))
+            };
+            for registration in old {
+                registration.dispose().await;
+            }
+            let mut registrations = Vec::new();
+            let mut registered = Vec::new();
+            for offered in server.tools().1.iter() {
+                let tool = Arc::new(McpTool {
+                    offered: offered.clone(),
+                    server: server.clone(),
+                });
+                match runtime.register(&self.ctx, tool) {
+                    Ok(registration) => {
+                        registrations.push(registration);
+                        registered.push(ToolSchema {
+                            name: offered.name.clone(),
+                            description: offered.description.clone(),
+                            parameters: offered.parameters.clone(),
+                        });
+                    }
+                    Err(error) => {
+                        tracing::warn!(tool = %offered.name, %error, "cannot offer an MCP tool");
+                    }
+                }
+            }
+            let names: Vec<String> = registered.iter().map(|t| t.name.clone()).collect();
+            self.ever.lock().extend(names);
+            if let Some(entry) = self.entries.lock().get_mut(index) {
+                entry.registrations = registrations;
+                entry.registered = registered;
+            }
+        }
+        Ok(())
+    }
+
+    /// `assembly` with this set's tools replaced by the ones registered now.
+    fn offer_in(&self, mut assembly: PromptAssembly) -> PromptAssembly {
+        let sorted = assembly.tools.is_sorted_by(|a, b| a.name <= b.name);
+        {
+            let ever = self.ever.lock();
+            assembly.tools.retain(|t| !ever.contains(&t.name));
+        }
+        let entries = self.entries.lock();
+        assembly
+            .tools
+            .extend(entries.iter().flat_map(|e| e.registered.iter().cloned()));
+        drop(entries);
+        if sorted {
+            assembly.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        assembly
+    }
+
+    /// Every configured server, in config order, as it stands now.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let entries = self.entries.lock();
+        self.configs
+            .iter()
+            .zip(entries.iter())
+            .map(|(config, entry)| {
+                let (state, tools, pid) = match (&entry.state, config.enabled) {
+                    (_, false) => (ServerState::Disabled, Vec::new(), None),
+                    (None, true) => (ServerState::Starting, Vec::new(), None),
+                    (Some(Err(reason)), true) => {
+                        (ServerState::Failed(reason.clone()), Vec::new(), None)
+                    }
+                    (Some(Ok(server)), true) => (
+                        ServerState::Ready,
+                        server.tools().1.iter().map(|t| t.name.clone()).collect(),
+                        server.pid(),
+                    ),
+                };
+                ServerStatus {
+                    name: config.name.clone(),
+                    state,
+                    tools,
+                    pid,
+                }
+            })
+            .collect()
+    }
+
+    /// Stops everything: starts in progress are abandoned (their processes stopped), tools
+    /// unregistered, sessions closed, process groups killed. Idempotent.
+    pub async fn shutdown(&self) {
+        self.closing.cancel();
+        let starts = std::mem::take(&mut *self.starts.lock());
+        join_all(starts).await;
+        let (servers, registrations): (Vec<_>, Vec<_>) = {
+            let mut entries = self.entries.lock();
+            entries
+                .iter_mut()
+                .map(|e| {
+                    let server = match e.state.take() {
+                        Some(Ok(server)) => Some(server),
+                        other => {
+                            e.state = other;
+                            None
+                        }
+                    };
+                    e.registered.clear();
+                    (server, std::mem::take(&mut e.registrations))
+                })
+                .unzip()
+        };
+        for registration in registrations.into_iter().flatten() {
+            registration.dispose().await;
+        }
+        join_all(servers.iter().flatten().map(|s| s.shutdown())).await;
+    }
+}

@@ -1,0 +1,254 @@
+//! The MCP server dsh's tests talk to (feature `test-server`, binary `dsh-mcp-test-server`).
+//!
+//! A real process on rmcp's server side, speaking MCP on stdin/stdout, so tests exercise the
+//! real transport, handshake, cancellation and process discipline. Its tools:
+//!
+//! - `echo {text}`: answers `text`.
+//! - `slow {ms?}`: waits `ms` milliseconds (default: until cancelled); a cancellation is
+//!   written to the log as `cancelled slow`.
+//! - `fail`: answers an `isError` result `it failed`.
+//! - `grow`: adds the tool `extra`, announces `notifications/tools/list_changed`, and answers
+//!   `grown` only once the client listed the tools again (at most 5 s later), so a test knows
+//!   the client heard the change before the call's result arrived.
+//! - `extra` (after `grow`): answers `extra`.
+//! - `env`: answers the names of its environment variables, one per line.
+//! - `image`: answers a one-pixel PNG image block.
+//!
+//! Flags: `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
+//! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
+//! start-up benchmark); `--grandchild` starts a `sleep` child first (process-group tests).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ImageContent,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, TextContent, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// The server's command line.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    /// Where events are appended.
+    pub log: Option<PathBuf>,
+    /// Sleep before serving.
+    pub startup_delay: Duration,
+    /// Start a long `sleep` child first.
+    pub grandchild: bool,
+}
+
+impl Flags {
+    /// Parses `args` (without the program name); unknown flags are an error.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut flags = Flags::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--log" => flags.log = args.next().map(PathBuf::from),
+                "--startup-delay-ms" => {
+                    let ms = args
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .ok_or("--startup-delay-ms needs a number")?;
+                    flags.startup_delay = Duration::from_millis(ms);
+                }
+                "--grandchild" => flags.grandchild = true,
+                other => return Err(format!("unknown flag {other}")),
+            }
+        }
+        Ok(flags)
+    }
+}
+
+#[derive(Clone)]
+struct TestServer {
+    log: Option<PathBuf>,
+    grown: Arc<AtomicBool>,
+    listed: Arc<Notify>,
+}
+
+impl TestServer {
+    fn log(&self, line: &str) {
+        if let Some(path) = &self.log
+            && let Ok(mut file) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let object = |properties: Value| -> Arc<serde_json::Map<String, Value>> {
+            match json!({"type": "object", "properties": properties}) {
+                Value::Object(map) => Arc::new(map),
+                _ => Arc::default(),
+            }
+        };
+        let mut tools = vec![
+            Tool::new(
+                "echo",
+                "Answers its text.",
+                object(json!({"text": {"type": "string"}})),
+            ),
+            Tool::new(
+                "slow",
+                "Waits ms milliseconds, or until cancelled.",
+                object(json!({"ms": {"type": "integer"}})),
+            ),
+            Tool::new("fail", "Always fails.", object(json!({}))),
+            Tool::new(
+                "grow",
+                "Adds the tool `extra` and announces the change.",
+                object(json!({})),
+            ),
+            Tool::new("env", "Lists its environment's names.", object(json!({}))),
+            Tool::new("image", "Answers an image.", object(json!({}))),
+        ];
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(Tool::new("extra", "Appears after grow.", object(json!({}))));
+        }
+        tools
+    }
+}
+
+fn text(text: impl Into<String>) -> CallToolResponse {
+    CallToolResult::success(vec![ContentBlock::Text(TextContent::new(text))]).into()
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.log("listed");
+        self.listed.notify_waiters();
+        Ok(ListToolsResult {
+            tools: self.tools(),
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        match &*request.name {
+            "echo" => Ok(text(
+                args.get("text").and_then(Value::as_str).unwrap_or_default(),
+            )),
+            "slow" => {
+                let wait = args
+                    .get("ms")
+                    .and_then(Value::as_u64)
+                    .map_or(Duration::from_secs(3600), Duration::from_millis);
+                self.log("slow started");
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => Ok(text("slept")),
+                    () = context.ct.cancelled() => {
+                        self.log("cancelled slow");
+                        Ok(text("cancelled"))
+                    }
+                }
+            }
+            "fail" => Ok(
+                CallToolResult::error(vec![ContentBlock::Text(TextContent::new("it failed"))])
+                    .into(),
+            ),
+            "grow" => {
+                let listed = self.listed.notified();
+                tokio::pin!(listed);
+                listed.as_mut().enable();
+                self.grown.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
+                Ok(text("grown"))
+            }
+            "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra")),
+            "env" => {
+                let names: Vec<String> = std::env::vars_os()
+                    .map(|(k, _)| k.to_string_lossy().into_owned())
+                    .collect();
+                Ok(text(names.join("\n")))
+            }
+            "image" => Ok(
+                CallToolResult::success(vec![ContentBlock::Image(ImageContent::new(
+                    "iVBORw0KGgo=",
+                    "image/png",
+                ))])
+                .into(),
+            ),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
+        }
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let server = TestServer {
+        log: flags.log.clone(),
+        grown: Arc::default(),
+        listed: Arc::new(Notify::new()),
+    };
+    server.log(&format!("started {}", std::process::id()));
+    // Held until the server exits; the process group (not this handle) must stop it.
+    let _child = if flags.grandchild {
+        let child = std::process::Command::new("sleep").arg("3600").spawn()?;
+        server.log(&format!("child {}", child.id()));
+        Some(child)
+    } else {
+        None
+    };
+    if !flags.startup_delay.is_zero() {
+        tokio::time::sleep(flags.startup_delay).await;
+    }
+    let running = server
+        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// The binary's whole `main`: parses the flags, serves, exits 2 on a usage error and 1 on a
+/// failure. Shared by every package that builds the test server for its own tests.
+pub fn main() {
+    let flags = match Flags::parse(std::env::args().skip(1)) {
+        Ok(flags) => flags,
+        Err(error) => {
+            eprintln!("dsh-mcp-test-server: {error}");
+            std::process::exit(2);
+        }
+    };
+    let served = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.into())
+        .and_then(|runtime| runtime.block_on(run(flags)));
+    if let Err(error) = served {
+        eprintln!("dsh-mcp-test-server: {error}");
+        std::process::exit(1);
+    }
+}

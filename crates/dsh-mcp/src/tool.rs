@@ -1,0 +1,48 @@
+//! One MCP tool as a dsh [`Tool`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_tools::{Tool, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation};
+use serde_json::Value;
+
+use crate::server::{McpServer, OfferedTool};
+
+/// A tool of a connected server. Calls are exclusive (MCP servers often hold shared state and
+/// dsh cannot know which of their tools are safe to overlap, as Codex decides too).
+pub(crate) struct McpTool {
+    pub(crate) offered: OfferedTool,
+    pub(crate) server: Arc<McpServer>,
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.offered.name
+    }
+
+    fn description(&self) -> &str {
+        &self.offered.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.offered.parameters.clone()
+    }
+
+    async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        self.server
+            .call(&self.offered.remote, args, call.cancel())
+            .await
+    }
+
+    fn present_call(&self, _args: &Value) -> Option<ToolPresentation> {
+        Some(ToolPresentation::Generic {
+            title: format!(
+                "{} ({} MCP server)",
+                self.offered.remote,
+                self.server.config().name
+            ),
+            kind: ToolKind::Other,
+        })
+    }
+}

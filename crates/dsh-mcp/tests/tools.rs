@@ -1,0 +1,201 @@
+//! MCP tools through the agent loop: a real test-server process, the scripted model.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use dsh_mcp::{ApprovalMode, McpOptions, ServerConfig, ServerState};
+use dsh_testkit::Script;
+use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
+use parking_lot::Mutex;
+
+#[tokio::test]
+async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
+    let w = world_with(vec![test_server("t", &[])]).await;
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__echo",
+            r#"{"text":"hello"}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(
+        offered(&w.adapter, 0),
+        [
+            "mcp__t__echo",
+            "mcp__t__env",
+            "mcp__t__fail",
+            "mcp__t__grow",
+            "mcp__t__image",
+            "mcp__t__slow"
+        ]
+    );
+    let echo = w.adapter.requests()[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "mcp__t__echo")
+        .cloned()
+        .unwrap();
+    assert_eq!(echo.description, "Answers its text.");
+    assert_eq!(echo.parameters["type"], "object");
+    assert_eq!(
+        tool_results(handle.agent()),
+        [("c1".to_owned(), "hello".to_owned(), false, None)]
+    );
+    assert!(w.adapter.violations().is_empty());
+}
+
+#[tokio::test]
+async fn an_is_error_result_is_an_error_result_and_media_is_a_placeholder() {
+    let w = world_with(vec![test_server("t", &[])]).await;
+    w.adapter
+        .push(Script::tool_calls([
+            ("c1", "mcp__t__fail", "{}"),
+            ("c2", "mcp__t__image", "{}"),
+        ]))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    let results = tool_results(handle.agent());
+    assert_eq!(
+        results[0],
+        ("c1".to_owned(), "it failed".to_owned(), true, None)
+    );
+    assert_eq!(
+        results[1],
+        (
+            "c2".to_owned(),
+            "[image: image/png, 8 bytes; not shown]".to_owned(),
+            false,
+            None
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_list_change_is_applied_at_the_next_step_boundary_only() {
+    let w = world_with(vec![test_server("t", &[])]).await;
+    // Step 1 grows the list and, in the same step, calls the new tool: the registry must not
+    // change mid-step, so that call is unknown. Step 2's request offers it.
+    w.adapter
+        .push(Script::tool_calls([
+            ("c1", "mcp__t__grow", "{}"),
+            ("c2", "mcp__t__extra", "{}"),
+        ]))
+        .push(Script::tool_call("c3", "mcp__t__extra", "{}"))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert!(!offered(&w.adapter, 0).contains(&"mcp__t__extra".to_owned()));
+    assert!(offered(&w.adapter, 1).contains(&"mcp__t__extra".to_owned()));
+    let results = tool_results(handle.agent());
+    assert_eq!(results[0].1, "grown");
+    assert_eq!(results[1].3.as_deref(), Some(dsh_tools::UNKNOWN_TOOL));
+    assert_eq!(
+        results[2],
+        ("c3".to_owned(), "extra".to_owned(), false, None)
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_fails_is_reported_and_the_others_still_serve() {
+    let reported: Arc<Mutex<Vec<String>>> = Arc::default();
+    let r = reported.clone();
+    let mut options = McpOptions::new(std::env::temp_dir());
+    options.on_failure = Some(Arc::new(move |e| r.lock().push(e.to_string())));
+    let broken = ServerConfig::stdio("broken", "/nonexistent/mcp-server", Vec::new());
+    let mut slow = test_server("slow", &["--startup-delay-ms", "5000"]);
+    slow.startup_timeout = std::time::Duration::from_millis(200);
+    let w = world_with_options(vec![broken, slow, test_server("ok", &[])], options).await;
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__ok__echo",
+            r#"{"text":"still here"}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(tool_results(handle.agent())[0].1, "still here");
+    assert!(
+        offered(&w.adapter, 0)
+            .iter()
+            .all(|n| n.starts_with("mcp__ok__"))
+    );
+    let reported = reported.lock().clone();
+    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert!(reported[0].contains("`broken`") && reported[0].contains("cannot start"));
+    assert!(reported[1].contains("`slow`") && reported[1].contains("did not start within"));
+    let states: Vec<ServerState> = w
+        .servers()
+        .statuses()
+        .into_iter()
+        .map(|s| s.state)
+        .collect();
+    assert!(matches!(states[0], ServerState::Failed(_)));
+    assert!(matches!(states[1], ServerState::Failed(_)));
+    assert_eq!(states[2], ServerState::Ready);
+}
+
+#[tokio::test]
+async fn enabled_and_disabled_tools_filter_what_is_offered() {
+    let mut only = test_server("only", &[]);
+    only.enabled_tools = Some(vec!["echo".to_owned(), "fail".to_owned()]);
+    only.disabled_tools = vec!["fail".to_owned()];
+    let mut off = test_server("off", &[]);
+    off.enabled = false;
+    let w = world_with(vec![only, off]).await;
+    w.servers().settled().await;
+    let statuses = w.servers().statuses();
+    assert_eq!(statuses[0].tools, ["mcp__only__echo"]);
+    assert_eq!(statuses[1].state, ServerState::Disabled);
+}
+
+#[derive(Default)]
+struct Recording {
+    asked: Mutex<Vec<(String, Option<String>)>>,
+}
+
+#[async_trait::async_trait]
+impl Approver for Recording {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
+        self.asked
+            .lock()
+            .push((request.tool_name.clone(), request.reason.clone()));
+        ApprovalOutcome::AllowedOnce
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_mode_tool_asks_first_and_is_refused_with_nobody_to_ask() {
+    let mut asking = test_server("t", &[]);
+    asking.approval = ApprovalMode::Prompt;
+    let w = world_with(vec![asking.clone()]).await;
+    w.adapter
+        .push(Script::tool_call("c1", "mcp__t__echo", r#"{"text":"x"}"#))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    let (_, text, is_error, _) = tool_results(handle.agent()).remove(0);
+    assert!(is_error);
+    assert!(text.contains("requires approval"), "{text}");
+
+    let w = world_with(vec![asking]).await;
+    let approver = Arc::new(Recording::default());
+    w.ctx.provide::<dyn Approver>(approver.clone()).unwrap();
+    w.adapter
+        .push(Script::tool_call("c1", "mcp__t__echo", r#"{"text":"x"}"#))
+        .push(Script::text("done"));
+    let handle = w.agent("b").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(tool_results(handle.agent())[0].1, "x");
+    let asked = approver.asked.lock().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].0, "mcp__t__echo");
+    assert!(asked[0].1.as_deref().unwrap().contains("MCP server `t`"));
+}

@@ -15,10 +15,10 @@ use serde::Deserialize;
 
 mod effort;
 mod empty;
-pub mod models;
-mod route;
 pub mod guard;
 mod mcp;
+pub mod models;
+mod route;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -9,7 +9,6 @@
 
 use dsh_agent::events::AgentRequest;
 use dsh_kernel::{BoxError, Context};
-use dsh_llm::ModelInfo;
 use dsh_llm_openai::{OpenAiAdapterConfig, ProviderKind};
 
 /// Makes every model request of the agent behind `agent_ctx` carry `effort`.
@@ -23,29 +22,18 @@ pub fn apply(agent_ctx: &Context, effort: String) -> Result<(), BoxError> {
 
 /// An OpenAI-compatible server's models are not known to dsh, so the adapter would refuse any
 /// effort for them ("it takes no reasoning effort"). The person configuring one knows what
-/// their server accepts: make `model` advertise `effort` so it is sent as given. DeepSeek's
-/// models are known, and an effort they do not offer stays an error.
+/// their server accepts: the configured effort becomes the route's default, which such models
+/// then offer (see `OpenAiAdapterConfig::model_info`), and it is sent as given. DeepSeek's
+/// models, and every model the catalog describes, keep their own efforts: an effort they do not
+/// offer stays an error.
 pub fn offer(config: &mut OpenAiAdapterConfig, model: &str, effort: &str) {
-    if config.kind != ProviderKind::OpenAiCompatible || model.is_empty() {
+    if config.kind != ProviderKind::OpenAiCompatible
+        || model.is_empty()
+        || dsh_llm::ModelCatalog::row(model).is_some()
+    {
         return;
     }
-    let info = config.model_info(model);
-    let mut efforts = info
-        .reasoning
-        .as_ref()
-        .map(|r| r.efforts.clone())
-        .unwrap_or_default();
-    if efforts.iter().any(|e| e == effort) {
-        return;
-    }
-    efforts.push(effort.to_owned());
-    let default = info
-        .reasoning
-        .as_ref()
-        .and_then(|r| r.default_effort.clone());
-    let updated: ModelInfo = info.with_reasoning(efforts, default.as_deref());
-    config.models.retain(|m| m.id != model);
-    config.models.push(updated);
+    config.default_effort = Some(effort.to_owned());
 }
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ pub(crate) fn resume_flags(flags: &Overrides, stored: &Route) -> (Overrides, Opt
         provider: Some(provider),
         model,
         base_url: flags.base_url.clone(),
+        ..flags.clone()
     };
     (resumed, notice)
 }
@@ -150,7 +151,7 @@ mod tests {
         Overrides {
             provider: p.map(Into::into),
             model: m.map(Into::into),
-            base_url: None,
+            ..Overrides::default()
         }
     }
 

@@ -233,7 +233,7 @@ async fn drive(
         Err(e) => {
             if args.output_format == OutputFormat::StreamJson {
                 let named = SessionId::new(args.resume.as_deref().unwrap_or_default());
-                print_result_line(&named, 1, None, "");
+                print_result_line(&named, 1, None, "", elapsed());
             }
             eprintln!("dsh: {e:#}");
             return 1;

@@ -193,10 +193,16 @@ impl OpenAiAdapterConfig {
                         )
                         .reasoning
                 }
+                // A configured effort is what the person knows their server accepts: it is
+                // offered beside OpenAI's, even when it is none of them (`minimal`, say).
                 ProviderKind::OpenAiCompatible => {
                     self.default_effort.as_deref().and_then(|effort| {
+                        let mut efforts: Vec<&str> = OPENAI_EFFORTS.to_vec();
+                        if !efforts.contains(&effort) {
+                            efforts.push(effort);
+                        }
                         ModelInfo::new(model)
-                            .with_reasoning(OPENAI_EFFORTS, Some(effort))
+                            .with_reasoning(efforts, Some(effort))
                             .reasoning
                     })
                 }

@@ -2,12 +2,16 @@
 //! harness: every event a flush acknowledged survives, and every session loads balanced after
 //! repair (which closes the turn the kill interrupted).
 //!
-//! The child is this test binary re-executed: [`child_entry_is_inert_unless_spawned`] runs the
-//! workload when [`CHILD_ENV`] is set and does nothing in a normal test run.
+//! The child is this test binary re-executed: the `#[ignore]`d helper [`crash_child`] runs the
+//! workload when [`CHILD_ENV`] is set; it is never a test of its own.
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
+// Shared with the JSONL store's crash test; this file uses part of it.
+#[allow(dead_code)]
+#[path = "../../dsh-store-jsonl/tests/crash/harness.rs"]
+mod harness;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,20 +19,19 @@ use std::time::Duration;
 use common::jsonl::{finish_turn, open_turn};
 use dsh_kernel::Context;
 use dsh_session::*;
-use dsh_store_jsonl::crash_harness::{
-    FlushReport, KillPlan, SeededRng, child_command, run_and_kill, verify_survivors,
-};
 use dsh_store_postgres::{PostgresConfig, PostgresPersistencePlugin, PostgresStore};
+use harness::{FlushReport, KillPlan, SeededRng, child_command, run_and_kill, verify_survivors};
 
 const CHILD_ENV: &str = "DSH_STORE_POSTGRES_KILL_CHILD";
-const CHILD_TEST: &str = "child_entry_is_inert_unless_spawned";
+const CHILD_TEST: &str = "crash_child";
 const ROUNDS: u64 = 4;
 
+/// The child process's workload, run only by the kill test through [`child_command`].
 #[test]
-fn child_entry_is_inert_unless_spawned() {
-    let Some(arg) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
+#[ignore = "helper process: the kill test runs it with its environment"]
+fn crash_child() {
+    let arg = std::env::var_os(CHILD_ENV)
+        .unwrap_or_else(|| panic!("a helper process: run by the kill test with {CHILD_ENV}"));
     let arg = arg.to_string_lossy().into_owned();
     let (url, seed) = arg.split_once('|').unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -9,7 +9,6 @@
 use std::path::Path;
 
 use anyhow::bail;
-use serde::Deserialize;
 
 use super::{Source, Sourced, located};
 

@@ -146,7 +146,7 @@ async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_t
             r#"{"command":"echo from-terminal key=${DEEPSEEK_API_KEY:-none}; exit 3","description":"print a word"}"#,
         ))
         .push(MockResponse::text("ran"));
-    let mut child = spawn(&bin, &server).await;
+    let mut child = spawn_unconfined(&bin, &server).await;
     let conn = child.conn();
     conn.initialize_as_editor().await;
     // The editor started dsh with its environment, secrets included: the command sees none.
@@ -191,7 +191,7 @@ async fn cancel_kills_and_releases_the_editor_terminal() {
         "bash",
         r#"{"command":"sleep 60","description":"wait a minute"}"#,
     ));
-    let mut child = spawn(&bin, &server).await;
+    let mut child = spawn_unconfined(&bin, &server).await;
     let conn = child.conn();
     conn.initialize_as_editor().await;
     let id = conn.open().await;
@@ -223,7 +223,7 @@ async fn a_terminal_command_past_its_timeout_is_killed_and_reported_timed_out() 
             r#"{"command":"echo started; sleep 60","description":"hang","timeout_ms":300}"#,
         ))
         .push(MockResponse::text("gave up"));
-    let mut child = spawn(&bin, &server).await;
+    let mut child = spawn_unconfined(&bin, &server).await;
     let conn = child.conn();
     conn.initialize_as_editor().await;
     let id = conn.open().await;
@@ -402,5 +402,34 @@ async fn the_first_prompt_titles_the_session_once() {
         })
         .collect();
     assert_eq!(titles, ["fix the parser bug"]);
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn a_confining_sandbox_keeps_bash_out_of_the_editors_terminals() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            r#"{"command":"echo ran-locally","description":"print a word"}"#,
+        ))
+        .push(MockResponse::text("done"));
+    // The default mode (workspace-write) confines commands; an editor terminal could not be.
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    conn.initialize_as_editor().await;
+    let id = conn.open().await;
+    assert_eq!(
+        conn.prompt_now(&id, "run").await.unwrap(),
+        StopReason::EndTurn
+    );
+    assert!(sent(&server, 1).contains("ran-locally"));
+    assert!(
+        conn.editor.steps().is_empty(),
+        "no terminal was created: {:?}",
+        conn.editor.steps()
+    );
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }

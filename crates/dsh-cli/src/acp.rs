@@ -59,6 +59,11 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
         let mut options = AcpOptions::new(composed.agent_options())
             .with_approval(approval)
             .with_agent_setup(Arc::new(move || agent_setup(&spec)));
+        // The editor spawns its terminals' processes itself, outside dsh's supervisor: a
+        // confining sandbox mode must not be bypassed through them (R10), so `bash` runs in the
+        // editor's terminals only when commands are not confined.
+        options.editor_terminals =
+            settings.guard.sandbox.value == dsh_guard::SandboxMode::DangerFullAccess;
         // Editor terminals inherit the editor's environment, secrets included.
         options.terminal_unset = crate::secrets::moved_names();
         options.terminal_unset.extend(

@@ -178,6 +178,7 @@ struct FileConfig {
     agents: Vec<ConfiguredAgent>,
     #[serde(default)]
     models: models::FileModels,
+    #[serde(default)]
     sandbox: guard::FileSandbox,
     #[serde(default)]
     permissions: guard::FilePermissions,

@@ -327,11 +327,13 @@ async fn compact_now_replaces_the_oldest_history_and_a_cancelled_one_changes_not
     let gate = Gate::new();
     h.adapter.push(Script::text(SUMMARY_TEXT).wait_at(0, &gate));
     let cancel = CancellationToken::new();
+    // Counted before the summary call can start, so its request cannot be missed.
+    let before = h.adapter.requests().len();
     let run = {
         let (service, agent, cancel) = (service.clone(), agent.clone(), cancel.clone());
         tokio::spawn(async move { service.compact_now(&agent, None, &cancel).await })
     };
-    bounded(h.adapter.wait_for_requests(h.adapter.requests().len() + 1)).await;
+    bounded(h.adapter.wait_for_requests(before + 1)).await;
     cancel.cancel();
     let result = bounded(run).await.unwrap();
     assert!(

@@ -52,6 +52,8 @@ pub struct Launch {
     pub api_key: bool,
     /// `DSH_LOG`, unset for `None` (the default filter).
     pub log: Option<&'static str>,
+    /// `--sandbox MODE`, the default mode for `None`.
+    pub sandbox: Option<&'static str>,
 }
 
 impl Default for Launch {
@@ -59,12 +61,23 @@ impl Default for Launch {
         Self {
             api_key: true,
             log: Some("debug"),
+            sandbox: None,
         }
     }
 }
 
 pub async fn spawn(bin: &Path, server: &MockServer) -> Child {
     spawn_in(bin, server, tempfile::tempdir().unwrap(), Launch::default()).await
+}
+
+/// A child whose commands are not confined (`--sandbox danger-full-access`): the only mode
+/// in which `bash` may run in the editor's terminals, which dsh cannot confine.
+pub async fn spawn_unconfined(bin: &Path, server: &MockServer) -> Child {
+    let launch = Launch {
+        sandbox: Some("danger-full-access"),
+        ..Launch::default()
+    };
+    spawn_in(bin, server, tempfile::tempdir().unwrap(), launch).await
 }
 
 /// A child with `home` as its `DSH_HOME` (reused to restart over the same sessions).
@@ -78,8 +91,11 @@ pub async fn spawn_in(
     std::fs::create_dir_all(&workspace).unwrap();
     let stderr = home.path().join("stderr.log");
     let mut command = tokio::process::Command::new(bin);
+    command.arg("acp");
+    if let Some(mode) = launch.sandbox {
+        command.args(["--sandbox", mode]);
+    }
     command
-        .arg("acp")
         .current_dir(&workspace)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())

@@ -8,6 +8,8 @@
 //! | `PostToolUse` | `tools/post-execute` | block the result with feedback, add context |
 //! | `Stop` / `SubagentStop` | `agent/turn-stopping` | force another step (at most 3 a turn) |
 //! | `Notification` | a call that needs approval; an idle root agent | tell the person |
+//! | `PreCompact` | a `compaction/start` in the log (run beside it) | tell the person |
+//! | `SessionStart` (`compact`) | the first step after a finished compaction | add context |
 //!
 //! The plugin is mounted once, globally, because a subagent's events do not reach listeners
 //! scoped to its parent; each agent's hooks are those of its own workspace, loaded on first
@@ -24,7 +26,8 @@ use dsh_agent::events::{
 use dsh_agent::{AgentRef, AgentStatus, CancelOptions, agent_of};
 use dsh_kernel::{BoxError, Context, Plugin};
 use dsh_session::{
-    CancelCause, ContentBlock, Message, MessageSource, Role, SessionId, SessionOrigin,
+    CancelCause, ContentBlock, EventKind, Message, MessageSource, Role, Session, SessionEventFired,
+    SessionId, SessionOrigin,
 };
 use dsh_tools::{ExecView, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
 use parking_lot::Mutex;
@@ -448,6 +451,35 @@ impl Plugin for HooksPlugin {
             }
         })?;
 
+        // Compactions are read off the log (`compaction/start` / `compaction/end`, written by
+        // dsh-compaction), so hooks need no dependency on the compaction plugin.
+        let state = self.state.clone();
+        let root = ctx.clone();
+        let _ = ctx.on::<SessionEventFired>(move |notice| {
+            let EventKind::Other { type_name, data } = &notice.event.kind else {
+                return;
+            };
+            match type_name.as_str() {
+                "compaction/start" => {
+                    let trigger = if data["trigger"] == "manual" {
+                        "manual"
+                    } else {
+                        "auto"
+                    };
+                    pre_compact(&state, &root, &notice.session, trigger);
+                }
+                "compaction/end" if data.get("error").is_none_or(Value::is_null) => {
+                    state
+                        .agents
+                        .lock()
+                        .entry(notice.session.id().clone())
+                        .or_default()
+                        .pending_start = Some("compact");
+                }
+                _ => {}
+            }
+        })?;
+
         if self.state.options.idle_notifications {
             let state = self.state.clone();
             let _ = ctx.on::<AgentStatusChanged>(move |change| {
@@ -463,6 +495,47 @@ impl Plugin for HooksPlugin {
         }
         Ok(())
     }
+}
+
+/// Fires `PreCompact` hooks beside the compaction that just started (they cannot block it, in
+/// Claude Code either; nothing waits for them).
+fn pre_compact(state: &Arc<State>, ctx: &Context, session: &Arc<Session>, trigger: &'static str) {
+    let cwd = session
+        .header()
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let loaded = state.hooks_for(&cwd);
+    let Ok(set) = loaded.as_ref() else {
+        return;
+    };
+    if !set.has(HookEvent::PreCompact) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let site = HookSite {
+        session: session.clone(),
+        ctx: ctx.clone(),
+        cwd,
+        cancel: None,
+    };
+    let set = set.clone();
+    runtime.spawn(async move {
+        let _ = run_event(
+            &set,
+            HookEvent::PreCompact,
+            Some(trigger),
+            fields([
+                ("trigger", json!(trigger)),
+                ("custom_instructions", json!("")),
+            ]),
+            &site,
+        )
+        .await;
+    });
 }
 
 /// Fires `Notification` hooks without waiting for them (nothing waits on a notification).

@@ -104,6 +104,7 @@ async fn run_one(
 ) -> HookOutcome {
     let event = hook.event;
     log(
+        event,
         &site.session,
         HOOK_INVOKED,
         json!({
@@ -126,6 +127,7 @@ async fn run_one(
         Err(_) => (None, false, false),
     };
     log(
+        event,
         &site.session,
         HOOK_RESULT,
         json!({
@@ -193,9 +195,10 @@ async fn execute(
 }
 
 /// Hook runs are logged only inside an open turn (where the log relates them to the work they
-/// judged); runs outside a turn (idle notifications) are traced instead.
-fn log(session: &Session, kind: &str, data: Value) {
-    if session.open_turn().is_none() {
+/// judged); runs outside a turn (idle notifications) are traced instead, and so are
+/// `PreCompact` runs, which overlap a compaction whose events must stay one bracket.
+fn log(event: HookEvent, session: &Session, kind: &str, data: Value) {
+    if session.open_turn().is_none() || event == HookEvent::PreCompact {
         tracing::debug!(kind, %data, "hook run outside a turn");
         return;
     }

@@ -394,3 +394,52 @@ async fn broken_hooks_file_refuses_tool_calls_instead_of_skipping_the_policy() {
     assert!(seen.contains("hooks cannot be read"), "{seen}");
     assert_healthy(&h, &agent);
 }
+
+#[tokio::test]
+async fn a_compaction_runs_pre_compact_and_the_next_step_gets_session_start_compact_context() {
+    let h = harness(
+        r#"{"hooks":{
+            "PreCompact":[{"matcher":"manual","hooks":[{"type":"command","command":"cat > $DIR/pre.json"}]}],
+            "SessionStart":[{"matcher":"compact","hooks":[{"type":"command","command":"echo 'context after compaction'"}]}]}}"#,
+        vec![Script::text("first"), Script::text("second")],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "hello").await;
+    // What dsh-compaction writes around a manual compaction (between turns). The hook is a
+    // process of its own: its file is polled for, with a bound.
+    let session = agent.session();
+    session
+        .append_plugin(
+            "compaction/start",
+            &serde_json::json!({"compactionId": "c1", "trigger": "manual", "tokensBefore": 10}),
+        )
+        .unwrap();
+    let deadline = std::time::Instant::now() + BOUND;
+    while !h.path("pre.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "PreCompact never ran");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    session
+        .append_plugin("compaction/end", &serde_json::json!({"compactionId": "c1"}))
+        .unwrap();
+    h.run(&agent, "again").await;
+    let seen = h.model.request_texts(1).join("\n");
+    assert!(seen.contains("context after compaction"), "{seen}");
+    let first = h.model.request_texts(0).join("\n");
+    assert!(!first.contains("context after compaction"), "{first}");
+    // The hook's input named its trigger; the file may still be being written, so wait for it.
+    let deadline = std::time::Instant::now() + BOUND;
+    let input: Value = loop {
+        if let Ok(v) = serde_json::from_str(&std::fs::read_to_string(h.path("pre.json")).unwrap()) {
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PreCompact input incomplete"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "manual");
+}

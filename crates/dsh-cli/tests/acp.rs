@@ -359,7 +359,7 @@ fn acp_session_new_starts_the_editors_mcp_servers_asks_before_their_tools_run_an
     assert_eq!(mcp["http"], true, "{init}");
     assert_eq!(mcp["sse"], false, "{init}");
     let cwd = w.cwd.path().canonicalize().unwrap();
-    let server = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
     let created = acp.call(
         "session/new",
         json!({"cwd": cwd, "mcpServers": [
@@ -425,7 +425,7 @@ fn acp_session_load_starts_the_mcp_servers_the_editor_sends_with_it() {
     let closed = acp.call("session/close", json!({"sessionId": session}));
     assert!(closed.get("error").is_none(), "{closed}");
     let cwd = w.cwd.path().canonicalize().unwrap();
-    let server = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
     let loaded = acp.call(
         "session/load",
         json!({"sessionId": session, "cwd": cwd, "mcpServers": [

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{World, stderr, stdout};
 use dsh_testkit::MockResponse;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_dsh-mcp-test-server");
+const SERVER: &str = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
 const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Writes `$DSH_HOME/config.toml` with `tables` (TOML text).

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{
-    Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
-    LlmFailure, ModelInfo, StreamChunk,
+    Adapter, AdapterRegistration, ChunkStream, GenerateOptions, Llm, LlmError, LlmFailure,
+    ModelInfo, StreamChunk,
 };
 use dsh_llm_openai::RequestLog;
-use dsh_llm_openai::driver::{SseRequest, WireTranslator, endpoint_url, http_client, stream_sse};
+use dsh_llm_openai::driver::{
+    SseRequest, WireTranslator, endpoint_url, http_client, key_header, stream_sse,
+};
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig};
@@ -152,14 +154,7 @@ impl Inner {
             .header("anthropic-version", ANTHROPIC_VERSION)
             .body(body);
         if let Some(key) = &key {
-            let mut value = HeaderValue::from_str(key.expose()).map_err(|_| {
-                LlmFailure::new(
-                    FailureCode::InvalidCredential,
-                    "the API key cannot be sent in an HTTP header",
-                )
-            })?;
-            value.set_sensitive(true);
-            request = request.header("x-api-key", value);
+            request = request.header("x-api-key", key_header("", key)?);
         }
         Ok(SseRequest {
             request,

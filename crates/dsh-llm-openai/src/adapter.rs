@@ -17,6 +17,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiAdapterConfig;
+use crate::driver::key_header;
 use crate::http_error::failure_from_response;
 use crate::request::build_body;
 use crate::request_log::RequestLog;
@@ -233,15 +234,7 @@ impl Inner {
             .header(ACCEPT, "text/event-stream")
             .body(body);
         if let Some(key) = &key {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    LlmFailure::new(
-                        FailureCode::InvalidCredential,
-                        "the API key cannot be sent in an HTTP header",
-                    )
-                })?;
-            value.set_sensitive(true);
-            request = request.header(AUTHORIZATION, value);
+            request = request.header(AUTHORIZATION, key_header("Bearer ", key)?);
         }
         if let Some(session) = &options.session_id
             && let Ok(value) = HeaderValue::from_str(session.as_str())

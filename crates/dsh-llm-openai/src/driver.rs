@@ -10,7 +10,7 @@ use bytes::Bytes;
 use dsh_llm::{ChunkStream, FailureCode, LlmFailure, StreamChunk};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::request_log::RequestLog;
@@ -146,6 +146,20 @@ pub fn http_client() -> Result<reqwest::Client, dsh_llm::LlmError> {
                 format!("the HTTP client could not be built: {e}"),
             )
         })
+}
+
+/// `key` as a header value after `prefix` (`"Bearer "`, or `""` for `x-api-key`), marked
+/// sensitive so no `Debug` output of the request shows it. A key that cannot be a header value
+/// is an invalid credential, refused before any I/O.
+pub fn key_header(prefix: &str, key: &Secret) -> Result<HeaderValue, LlmFailure> {
+    let mut value = HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
+        LlmFailure::new(
+            FailureCode::InvalidCredential,
+            "the API key cannot be sent in an HTTP header",
+        )
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 /// Removes the key from a failure message: providers echo keys in error bodies, and

@@ -5,15 +5,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{
-    Adapter, AdapterRegistration, ChunkStream, FailureCode, GenerateOptions, Llm, LlmError,
-    LlmFailure, ModelInfo,
+    Adapter, AdapterRegistration, ChunkStream, GenerateOptions, Llm, LlmError, LlmFailure,
+    ModelInfo,
 };
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiAdapterConfig;
-use crate::driver::{SseRequest, endpoint_url, http_client, stream_sse};
+use crate::driver::{SseRequest, endpoint_url, http_client, key_header, stream_sse};
 use crate::http_error::failure_from_response;
 use crate::request_log::RequestLog;
 use crate::responses::{ResponsesTranslator, build_body};
@@ -95,15 +95,7 @@ impl Inner {
             .header(ACCEPT, "text/event-stream")
             .body(body);
         if let Some(key) = &key {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    LlmFailure::new(
-                        FailureCode::InvalidCredential,
-                        "the API key cannot be sent in an HTTP header",
-                    )
-                })?;
-            value.set_sensitive(true);
-            request = request.header(AUTHORIZATION, value);
+            request = request.header(AUTHORIZATION, key_header("Bearer ", key)?);
         }
         let route = self.config.route.clone();
         Ok(SseRequest {

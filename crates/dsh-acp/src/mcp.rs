@@ -3,10 +3,13 @@
 //!
 //! The servers start with the session's agent (in the background; its first model request
 //! waits for them), their tools are registered through the agent's own context so no other
-//! session sees them, and they stop when the agent is disposed. Calls go through the session's
-//! mode like any mutating tool (dsh cannot tell what an MCP tool does): `default` asks the
-//! editor, `auto` runs them, `read-only` refuses them. A server that fails to start is said in
-//! the session as an agent message, and the session goes on without it.
+//! session sees them, and they stop when the agent is disposed. Calls go through the guard's
+//! rules and approval policy like a configured server's, and through the session's mode like
+//! any mutating tool (dsh cannot tell what an MCP tool does): `default` asks the editor (one
+//! question, whichever of the two asks), `auto` adds no question of its own, `read-only`
+//! refuses them. Stdio servers run in the sandbox the composition provides. A server that
+//! fails to start is said in the session as an agent message, and the session goes on
+//! without it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -113,9 +116,9 @@ pub(crate) fn with_servers(
     Box::new(move |ctx: Context| {
         async move {
             let commit = setup(ctx.clone()).await?;
+            // Approval is the guard's and the session mode's (MCP tools count as mutating);
+            // the sandbox is the one the composition provides on the context.
             let mut options = McpOptions::new(cwd);
-            // The session's mode already asks about MCP tools (they count as mutating).
-            options.ask = false;
             options.on_failure = Some(Arc::new(move |error| {
                 state
                     .updates

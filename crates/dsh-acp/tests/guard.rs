@@ -48,21 +48,7 @@ async fn the_guards_ask_round_trips_an_acp_permission_request() {
         assert_eq!(tool.runs(), runs, "{answer}");
         let asked = conn.asked.try_recv().unwrap();
         assert_eq!(&*asked.tool_call.tool_call_id.0, "c1");
-        let decisions: Vec<_> = h
-            .agent(&id)
-            .unwrap()
-            .session()
-            .events()
-            .iter()
-            .filter_map(|e| match &e.kind {
-                dsh_session::EventKind::Other { type_name, data }
-                    if type_name == dsh_guard::DECISION_EVENT =>
-                {
-                    Some(data.clone())
-                }
-                _ => None,
-            })
-            .collect();
+        let decisions = dsh_guard::logged_decisions(h.agent(&id).unwrap().session());
         assert_eq!(decisions[0]["verdict"], "ask");
         assert_eq!(decisions[0]["rule"], "ask touch");
         assert_eq!(decisions[1]["answer"], logged);

@@ -66,9 +66,6 @@ pub struct ComposeOptions {
     pub start_configured_agents: bool,
     /// The front end's approval policy when none is configured (`None`: ask).
     pub approval: Option<dsh_guard::ApprovalPolicy>,
-    /// The front end's own approval policy already covers MCP tools (the ACP bridge's session
-    /// modes), so the MCP servers must not ask a second time.
-    pub front_end_asks_about_mcp: bool,
 }
 
 /// Per-agent options of [`Composed::create_agent`] and [`Composed::resume_agent`].
@@ -184,7 +181,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .plugin(SubagentPlugin::new(SubagentConfig::default()))
         .await
         .context("cannot mount subagents")?;
-    let mcp = crate::mcp::mount(&ctx, settings, &options).await?;
+    let mcp = crate::mcp::mount(&ctx, settings).await?;
     // After subagents, so the hooks' tool listeners nest inside the subagent plugin's approval
     // rewrite (a hook's `ask` in a child is refused like any child's ask). Idle notifications
     // only where a person waits at the prompt: the long-lived front ends.
@@ -232,7 +229,6 @@ pub async fn compose_for_acp(settings: &Settings) -> anyhow::Result<Composed> {
         ComposeOptions {
             start_configured_agents: true,
             approval: None,
-            front_end_asks_about_mcp: true,
         },
     )
     .await

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use dsh_guard::{
-    ApprovalPolicy, Guard, GuardSupervision, Installed, SandboxPolicy, SupervisorProgram,
-    UnavailableProbe,
+    ApprovalPolicy, Guard, GuardSupervision, Installed, KernelProbe, LandlockProbe,
+    ProgramConfinement, Rule, Rules, SandboxPolicy, SupervisorProgram, UnavailableProbe,
 };
 use dsh_kernel::Context;
 use dsh_prompt::{Section, SystemPrompt};
@@ -25,26 +25,65 @@ fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
     policy
 }
 
+/// Whether confinement can be enforced: the kernel's answer, except that with
+/// `protect = "require"` a confining mode refuses everything, because `.git` and `.dsh` cannot
+/// be kept read-only without a mount namespace (not implemented yet): failing closed is what
+/// "require" asks for.
+fn probe(settings: &Settings, policy: &SandboxPolicy) -> Arc<dyn LandlockProbe> {
+    match settings.guard.protect.value {
+        Protect::Require if policy.mode.confines() => Arc::new(UnavailableProbe(
+            "[sandbox] protect = \"require\" needs a mount namespace to keep .git and .dsh \
+             read-only, which this dsh does not set up yet"
+                .to_owned(),
+        )),
+        _ => Arc::new(KernelProbe::default()),
+    }
+}
+
 /// How the shell runs every command: under dsh itself re-executed as the supervisor
-/// (`dsh __supervise`). With `protect = "require"` a confining mode refuses every command,
-/// because `.git` and `.dsh` cannot be kept read-only without a mount namespace (not
-/// implemented yet): failing closed is what "require" asks for.
+/// (`dsh __supervise`), or refused (see [`probe`]).
 pub fn supervision(settings: &Settings) -> Arc<dyn Supervision> {
     let policy = sandbox_policy(settings);
-    let program = SupervisorProgram::this_executable();
-    let supervision = match settings.guard.protect.value {
-        Protect::Require if policy.mode.confines() => GuardSupervision::with_probe(
-            policy,
-            program,
-            Arc::new(UnavailableProbe(
-                "[sandbox] protect = \"require\" needs a mount namespace to keep .git and .dsh \
-                 read-only, which this dsh does not set up yet"
-                    .to_owned(),
-            )),
-        ),
-        _ => GuardSupervision::new(policy, program),
-    };
-    Arc::new(supervision)
+    let probe = probe(settings, &policy);
+    Arc::new(GuardSupervision::with_probe(
+        policy,
+        SupervisorProgram::this_executable(),
+        probe,
+    ))
+}
+
+/// How stdio MCP servers start: inside the session's sandbox mode, confined by dsh itself
+/// re-executed (`dsh __supervise --exec`), or refused like a command would be.
+pub fn mcp_confinement(settings: &Settings) -> Arc<dyn dsh_mcp::CommandConfinement> {
+    let policy = sandbox_policy(settings);
+    let probe = probe(settings, &policy);
+    let confinement =
+        ProgramConfinement::with_probe(policy, SupervisorProgram::this_executable(), probe);
+    dsh_mcp::confinement(move |workspace, program, args| {
+        Ok(confinement.command(workspace, program, args)?)
+    })
+}
+
+/// The configured rules plus one allow rule per MCP server whose
+/// `default_tools_approval_mode = "approve"` vouches for its tools (`mcp__NAME__*`).
+fn rules(settings: &Settings) -> Rules {
+    let mut rules = settings.guard.rules.clone();
+    for server in &settings.mcp_servers {
+        let Some(text) = server.approval_rule() else {
+            continue;
+        };
+        // Server names are checked when the config is read, so the rule parses; a name that
+        // did not would only lose its shortcut, never widen anything.
+        if let Ok(mut rule) = Rule::parse(&text) {
+            rule.origin = Some(format!(
+                "{} [mcp_servers.{}] default_tools_approval_mode",
+                settings.config_path.display(),
+                server.name
+            ));
+            rules.allow.push(rule);
+        }
+    }
+    rules
 }
 
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front
@@ -58,7 +97,7 @@ pub fn install(
     let guard = Guard {
         sandbox: sandbox_policy(settings),
         approval: settings.guard.approval_or(default),
-        rules: settings.guard.rules.clone(),
+        rules: rules(settings),
     };
     // Right after the bash section (105): the model reads the limits where it reads the tool.
     let _ = prompt.section(ctx, Section::new("guard:sandbox", 106, guard.prompt_text()))?;

@@ -4,16 +4,15 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use dsh_kernel::{Context, PluginHandle};
-use dsh_mcp::{McpOptions, McpPlugin, McpServers, ServerState};
+use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin, McpServers, ServerState};
 
-use crate::compose::ComposeOptions;
 use crate::config::Settings;
 
 /// The options every front end starts the configured servers with: stdio servers work in the
 /// current directory, provider key and bearer token variables are never passed to them by
 /// name, tokens come from dsh's secrets, and a server that fails to start is said on stderr
 /// (the session goes on without it).
-fn options(settings: &Settings, asks: bool) -> anyhow::Result<McpOptions> {
+fn options(settings: &Settings) -> anyhow::Result<McpOptions> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut options = McpOptions::new(cwd);
     options.hidden_env = settings
@@ -34,7 +33,6 @@ fn options(settings: &Settings, asks: bool) -> anyhow::Result<McpOptions> {
                 dsh_mcp::Transport::Stdio { .. } => None,
             }),
     );
-    options.ask = asks;
     options.on_failure = Some(Arc::new(|error| eprintln!("dsh: {error}")));
     // Tokens are read from dsh's private copy of its secrets (the environment no longer holds
     // them after start-up), else from the environment.
@@ -42,17 +40,22 @@ fn options(settings: &Settings, asks: bool) -> anyhow::Result<McpOptions> {
     Ok(options)
 }
 
+/// Puts the session's sandbox on `ctx` for every stdio server started there: the configured
+/// ones and the ones an editor sends over ACP.
+fn confine(ctx: &Context, settings: &Settings) -> anyhow::Result<()> {
+    ctx.provide::<dyn CommandConfinement>(crate::guard::mcp_confinement(settings))
+        .context("cannot set up the sandbox of MCP servers")
+}
+
 /// Mounts the configured servers (started in the background; the first model request waits
-/// for them), or nothing when none is configured.
-pub async fn mount(
-    ctx: &Context,
-    settings: &Settings,
-    compose: &ComposeOptions,
-) -> anyhow::Result<Option<PluginHandle>> {
+/// for them), or nothing when none is configured; either way stdio servers started on `ctx`
+/// later (ACP's `mcpServers`) run in the sandbox.
+pub async fn mount(ctx: &Context, settings: &Settings) -> anyhow::Result<Option<PluginHandle>> {
+    confine(ctx, settings)?;
     if settings.mcp_servers.is_empty() {
         return Ok(None);
     }
-    let options = options(settings, !compose.front_end_asks_about_mcp)?;
+    let options = options(settings)?;
     let plugin = McpPlugin::new(settings.mcp_servers.clone(), options);
     Ok(Some(
         ctx.plugin(plugin)
@@ -80,7 +83,8 @@ pub fn list(settings: Settings) -> i32 {
     }
     let statuses = runtime.block_on(async {
         let ctx = Context::new();
-        let mut options = options(&settings, true)?;
+        confine(&ctx, &settings)?;
+        let mut options = options(&settings)?;
         // Failures are part of the listing; no second report on stderr.
         options.on_failure = None;
         let servers = McpServers::start(&ctx, settings.mcp_servers.clone(), options)

@@ -164,7 +164,6 @@ pub async fn compose_interactive(settings: &Settings) -> anyhow::Result<Composed
         ComposeOptions {
             start_configured_agents: true,
             approval: None,
-            ..ComposeOptions::default()
         },
     )
     .await?;

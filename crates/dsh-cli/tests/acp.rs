@@ -441,3 +441,36 @@ fn acp_session_load_starts_the_mcp_servers_the_editor_sends_with_it() {
     let (status, _) = acp.hang_up();
     assert!(status.success());
 }
+
+#[test]
+fn an_editors_stdio_server_runs_inside_the_sandbox() {
+    let w = World::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("out.txt");
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__write_file",
+            &json!({"path": target, "text": "x"}).to_string(),
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn(&w);
+    acp.initialize();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
+    let created = acp.call(
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [
+            {"name": "t", "command": server, "args": [], "env": []}
+        ]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = acp.prompt(&session, "write outside");
+    allow_next_permission(&mut acp, "call_1");
+    assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
+    let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+    assert!(result.contains("Permission denied"), "{result}");
+    assert!(!target.exists());
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}

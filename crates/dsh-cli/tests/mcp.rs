@@ -135,7 +135,42 @@ fn a_prompt_mode_tool_is_refused_by_a_headless_run() {
     let out = w.output(&["run", "try"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
-    assert!(result.contains("requires approval"), "{result}");
+    assert!(
+        result.contains("MCP server `t`") && result.contains("never asks"),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_configured_server_runs_inside_the_sessions_sandbox() {
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("out.txt");
+    let args = serde_json::json!({"path": target, "text": "x"}).to_string();
+    for (flags, writes) in [
+        (&[][..], false),
+        (&["--sandbox", "danger-full-access"][..], true),
+    ] {
+        let w = World::new();
+        configure(&w, &server_table("t", &[]));
+        w.server
+            .push(MockResponse::tool_call(
+                "call_1",
+                "mcp__t__write_file",
+                &args,
+            ))
+            .push(MockResponse::text("ok"));
+        let mut argv = vec!["run"];
+        argv.extend(flags);
+        argv.push("write outside");
+        let out = w.output(&argv);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+        let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+        assert_eq!(target.exists(), writes, "{flags:?}: {result}");
+        if !writes {
+            assert!(result.contains("Permission denied"), "{result}");
+        }
+        let _ = std::fs::remove_file(&target);
+    }
 }
 
 #[test]
@@ -198,7 +233,7 @@ fn mcp_list_shows_each_server_its_state_and_tools() {
         "{text}"
     );
     assert!(
-        text.contains("good: ready, 6 tool(s)\n  mcp__good__echo\n"),
+        text.contains("good: ready, 7 tool(s)\n  mcp__good__echo\n"),
         "{text}"
     );
     assert!(text.contains("off: disabled"), "{text}");

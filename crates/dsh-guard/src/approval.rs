@@ -3,7 +3,8 @@
 //!
 //! Two kinds of call need more than running confined (spec/guard.md §5):
 //! - **A, needs approval:** an `ask` rule matched, or an unconfined call that may mutate (any
-//!   `bash` or file write in `danger-full-access` that no allow rule or safe list covers);
+//!   `bash` or file write in `danger-full-access` that no allow rule or safe list covers, and
+//!   every call of an MCP tool no allow rule covers: another program's tool, in any mode);
 //! - **B, beyond the mode:** an escalation (a command to run outside the sandbox), or a
 //!   `write`/`edit` outside the writable roots (any write in `read-only`).
 //!
@@ -23,7 +24,9 @@ use serde_json::Value;
 
 use crate::mode::SandboxMode;
 use crate::policy::{SandboxPolicy, lexical};
-use crate::rules::{CallFacts, Rule, RuleAction, is_file_tool, plainly_readable, simple_commands};
+use crate::rules::{
+    CallFacts, Rule, RuleAction, is_file_tool, mcp_server, plainly_readable, simple_commands,
+};
 
 /// When dsh asks the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -262,6 +265,14 @@ impl Guard {
         }
         if let Some(rule) = self.rules.allow.iter().find(|r| r.matches_all(&facts)) {
             return by_rule(RuleAction::Allow, rule, Verdict::Allow);
+        }
+        // An MCP tool does whatever its server does (an HTTP server is not even confined), and
+        // a server's own `readOnlyHint` is its word, not a fact: it may mutate, so it asks.
+        if let Some(server) = mcp_server(call.tool) {
+            return self.needs_approval(format!(
+                "`{}` is a tool of the MCP server `{server}`, and dsh cannot tell what it does",
+                call.tool
+            ));
         }
         let mode = self.sandbox.mode;
         if matches!(tool.as_str(), "write" | "edit") {
@@ -532,6 +543,44 @@ mod tests {
         assert!(matches!(
             decide(&ask, "bash", bare).verdict,
             Verdict::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn an_mcp_tool_needs_approval_unless_a_rule_allows_it_and_deny_wins() {
+        let call = serde_json::json!({"title": "x"});
+        for mode in SandboxMode::ALL {
+            let ask = guard(mode, ApprovalPolicy::Ask);
+            let d = decide(&ask, "mcp__github__create_issue", call.clone());
+            let Verdict::Ask { reason } = &d.verdict else {
+                panic!("{mode}: {d:?}")
+            };
+            assert!(reason.contains("MCP server `github`"), "{reason}");
+            assert_eq!(d.by, "policy");
+        }
+        let never = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Never);
+        let d = decide(&never, "mcp__github__create_issue", call.clone());
+        let Verdict::Deny { reason } = d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("never asks"), "{reason}");
+        let auto = guard(SandboxMode::ReadOnly, ApprovalPolicy::Auto);
+        assert_eq!(
+            decide(&auto, "mcp__github__create_issue", call.clone()).verdict,
+            Verdict::Allow
+        );
+
+        let mut ruled = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        ruled.rules.allow = rules(&["mcp__github__*"]);
+        ruled.rules.deny = rules(&["mcp__github__delete_repo"]);
+        let allowed = decide(&ruled, "mcp__github__create_issue", call.clone());
+        assert_eq!(allowed.verdict, Verdict::Allow);
+        assert_eq!(allowed.rule.as_deref(), Some("allow mcp__github__*"));
+        let denied = decide(&ruled, "mcp__github__delete_repo", call.clone());
+        assert!(matches!(denied.verdict, Verdict::Deny { .. }), "{denied:?}");
+        assert!(matches!(
+            decide(&ruled, "mcp__gitlab__x", call).verdict,
+            Verdict::Ask { .. }
         ));
     }
 

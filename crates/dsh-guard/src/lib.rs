@@ -10,7 +10,8 @@
 //!   the command ends, is stopped, or dsh dies. A confining mode that cannot be enforced is
 //!   refused with `SANDBOX_UNAVAILABLE`, never run unconfined.
 //! - [`SandboxPolicy::confined_command`] runs a long-lived program (an MCP server, a hook)
-//!   under the same Landlock policy, its stdio untouched.
+//!   under the same Landlock policy, its stdio untouched; [`ProgramConfinement`] probes the
+//!   kernel first and refuses ([`ProgramRefused`]) what a confining mode cannot enforce.
 //! - [`Guard`] decides every tool call from the rules (deny > ask > allow), the mode and the
 //!   [`ApprovalPolicy`]; [`install`] puts it on `tools/pre-execute` and logs each decision in
 //!   the session (`approval/decided`). Asking the user is the front end's
@@ -21,6 +22,7 @@ mod landlock;
 mod mode;
 mod plugin;
 mod policy;
+mod program;
 mod prompt;
 mod rules;
 mod shell;
@@ -34,8 +36,9 @@ pub use approval::{
     ApprovalPolicy, CallView, Decision, Guard, Rules, UnknownPolicy, Verdict, is_safe_command,
 };
 pub use mode::{SandboxMode, UnknownMode};
-pub use plugin::{DECISION_EVENT, Installed, describe_decision, install};
+pub use plugin::{DECISION_EVENT, Installed, describe_decision, install, logged_decisions};
 pub use policy::{DEVICE_ROOTS, SandboxPolicy};
-pub use rules::{CallFacts, Rule, RuleAction, RuleError};
+pub use program::{ProgramConfinement, ProgramRefused};
+pub use rules::{CallFacts, MCP_TOOL_PREFIX, Rule, RuleAction, RuleError};
 pub use shell::{GuardSupervision, SANDBOX_UNAVAILABLE, SupervisorProgram};
 pub use supervisor::{REFUSED_CODE, SUPERVISE_ARG, supervise};

@@ -199,6 +199,21 @@ fn log_answer(call: &ExecView, result: &ToolCallResult) {
     }
 }
 
+/// The data of every guard decision and answer logged in `session`, oldest first: the audit
+/// trail a front end or a test reads back.
+pub fn logged_decisions(session: &dsh_session::Session) -> Vec<Value> {
+    session
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            dsh_session::EventKind::Other { type_name, data } if type_name == DECISION_EVENT => {
+                Some(data.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// One line for a transcript (`dsh sessions show`) from an `approval/decided` event's data.
 pub fn describe_decision(data: &Value) -> String {
     let get = |key| data.get(key).and_then(Value::as_str).unwrap_or("");

@@ -1,7 +1,8 @@
 //! Permission rules in the spirit of Claude Code's: `Tool` or `Tool(specifier)`, where the
 //! specifier is a command pattern for `bash` (`bash(git status*)`, `bash(npm run test *)`,
 //! `bash(git:*)`) and a path glob for `write`, `edit` and `read` (`write(/etc/**)`,
-//! `edit(src/**)`, `write(~/.ssh/*)`); tool names may use `*` (`mcp__github__*`).
+//! `edit(src/**)`, `write(~/.ssh/*)`); tool names may use `*` (`mcp__github__*`), and a bare
+//! server name (`mcp__github`) names every tool of that MCP server.
 //!
 //! Commands are split into their simple commands (across `&& || ; | &`, newlines, subshells,
 //! `$( )`, backticks and `bash -c '…'`), so `deny bash(git push *)` also catches
@@ -17,6 +18,16 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
 use crate::policy::{lexical, resolve_existing};
+
+/// How the tools of MCP servers are named (`mcp__<server>__<tool>`, dsh-mcp's convention): the
+/// guard treats them as tools it cannot see into (see [`crate::Guard::decide`]).
+pub const MCP_TOOL_PREFIX: &str = "mcp__";
+
+/// The server part of an MCP tool name (`github` in `mcp__github__create_issue`).
+pub(crate) fn mcp_server(tool: &str) -> Option<&str> {
+    let rest = tool.strip_prefix(MCP_TOOL_PREFIX)?;
+    rest.split_once("__").map(|(server, _)| server)
+}
 
 /// What a matching rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -148,9 +159,14 @@ impl Rule {
         &self.text
     }
 
-    /// Whether the rule names this call's tool (ignoring the specifier).
+    /// Whether the rule names this call's tool (ignoring the specifier). `mcp__server`, which
+    /// is no tool's name (server names cannot hold `__`), names every tool of that server.
     fn names_tool(&self, tool: &str) -> bool {
-        wildcard(&self.tool, &tool.to_ascii_lowercase())
+        let tool = tool.to_ascii_lowercase();
+        wildcard(&self.tool, &tool)
+            || (self.tool.starts_with(MCP_TOOL_PREFIX)
+                && !self.tool[MCP_TOOL_PREFIX.len()..].contains("__")
+                && wildcard(&format!("{}__*", self.tool), &tool))
     }
 
     /// For deny and ask: the tool matches and, for a command, any simple command matches.
@@ -420,6 +436,13 @@ mod tests {
         let rule = Rule::parse("mcp__github__*").unwrap();
         assert!(rule.matches_any(&facts("mcp__github__create_issue", None, None)));
         assert!(!rule.matches_any(&facts("mcp__gitlab__x", None, None)));
+        let server = Rule::parse("mcp__github").unwrap();
+        assert!(server.matches_all(&facts("mcp__github__create_issue", None, None)));
+        assert!(!server.matches_any(&facts("mcp__githubx__y", None, None)));
+        assert!(!server.matches_any(&facts("mcp__gitlab__github", None, None)));
+        let tool = Rule::parse("mcp__github__create_issue").unwrap();
+        assert!(tool.matches_any(&facts("mcp__github__create_issue", None, None)));
+        assert!(!tool.matches_any(&facts("mcp__github__create_issue_comment", None, None)));
         assert!(
             Rule::parse("bash")
                 .unwrap()

@@ -11,9 +11,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::{Recorder, agent, entries, exec, log, runtime};
 use dsh_guard::{
-    ApprovalPolicy, DECISION_EVENT, Guard, Rule, Rules, SandboxMode, SandboxPolicy, install,
+    ApprovalPolicy, Guard, Rule, Rules, SandboxMode, SandboxPolicy, install, logged_decisions,
 };
-use dsh_session::EventKind;
 use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver, ToolCaller};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -40,17 +39,7 @@ fn guard(mode: SandboxMode, approval: ApprovalPolicy, rules: Rules) -> Arc<Guard
 }
 
 fn decisions(caller: &ToolCaller) -> Vec<Value> {
-    caller
-        .session
-        .events()
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Other { type_name, data } if type_name == DECISION_EVENT => {
-                Some(data.clone())
-            }
-            _ => None,
-        })
-        .collect()
+    logged_decisions(&caller.session)
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use dsh_agent::{AgentOptions, CreateAgentOptions};
 use dsh_agent_loop::{CoreConfig, mount_core};
 use dsh_kernel::Context;
-use dsh_mcp::{ApprovalMode, McpOptions, McpPlugin, ServerConfig};
+use dsh_mcp::{McpOptions, McpPlugin, ServerConfig};
 use dsh_session::{Message, SessionMeta};
 use dsh_testkit::{Script, ScriptedAdapter};
 
@@ -30,13 +30,11 @@ async fn first_request(servers: usize, delay: &str, sample: usize) -> Duration {
     adapter.push(Script::text("done"));
     let configs: Vec<ServerConfig> = (0..servers)
         .map(|i| {
-            let mut config = ServerConfig::stdio(
+            ServerConfig::stdio(
                 format!("s{i}"),
                 env!("CARGO_BIN_EXE_dsh-mcp-test-server"),
                 vec!["--startup-delay-ms".to_owned(), delay.to_owned()],
-            );
-            config.approval = ApprovalMode::Approve;
-            config
+            )
         })
         .collect();
     let start = Instant::now();
@@ -73,7 +71,7 @@ async fn first_request(servers: usize, delay: &str, sample: usize) -> Duration {
         .count();
     assert_eq!(
         offered,
-        servers * 6,
+        servers * 7,
         "every server's tools are in the first request"
     );
     handle.agent().when_idle().await;

@@ -76,14 +76,17 @@ impl std::fmt::Debug for Transport {
     }
 }
 
-/// Whether a call of one of the server's tools waits for a person.
+/// Whether the user vouched for a server's tools. The guard decides every call; this only
+/// adds an allow rule (see [`ServerConfig::approval_rule`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ApprovalMode {
-    /// Ask before every call (`"prompt"`, the default): dsh cannot know what a tool of someone
-    /// else's server does. Without anybody to ask (`dsh run`), the call is refused.
+    /// Calls go by the rules and the approval policy (`"prompt"`, the default): dsh cannot
+    /// know what a tool of someone else's server does, so with no rule allowing it the policy
+    /// asks (`ask`), refuses (`never`, the `dsh run` default) or allows (`auto`).
     #[default]
     Prompt,
-    /// Run calls without asking (`"approve"`): the user vouched for every tool of the server.
+    /// Calls run without asking (`"approve"`), as if `allow = ["mcp__NAME__*"]` were
+    /// configured: the user vouched for every tool of the server. Deny and ask rules still win.
     Approve,
 }
 
@@ -157,6 +160,19 @@ impl ServerConfig {
             disabled_tools: Vec::new(),
             approval: ApprovalMode::default(),
         }
+    }
+
+    /// The allow rule `approval = "approve"` stands for (`mcp__NAME__*`, every tool of this
+    /// server), for the front end to add to the guard's rules; `None` otherwise.
+    pub fn approval_rule(&self) -> Option<String> {
+        (self.approval == ApprovalMode::Approve).then(|| {
+            format!(
+                "{}{}{}*",
+                crate::naming::PREFIX,
+                self.name,
+                crate::naming::SEPARATOR
+            )
+        })
     }
 
     /// Whether the server's tool `tool` is offered.

@@ -24,6 +24,15 @@ pub enum McpError {
         /// The operating system's reason.
         source: std::io::Error,
     },
+    /// The server's sandbox cannot be set up (a confining mode this kernel cannot enforce):
+    /// it was not started, never started unconfined.
+    #[error("MCP server `{server}`: not started: {source}")]
+    Confinement {
+        /// The server's name.
+        server: String,
+        /// Why the sandbox refused.
+        source: dsh_kernel::BoxError,
+    },
     /// The bearer token variable is not set.
     #[error("MCP server `{server}`: the bearer token variable {var} is not set")]
     MissingToken {

@@ -15,12 +15,15 @@
 //!   stable within a step even when a server announces a new list.
 //! - A cancelled call returns `ABORTED` at once and sends `notifications/cancelled`; a hanging
 //!   server is bounded by the tool timeout.
-//! - Calls of a server in the default `prompt` approval mode are `Ask` on
-//!   `tools/pre-execute`: with nobody to ask they are refused (fail closed).
-//! - Stdio servers get an environment built from an allow-list ([`env`]) and run in their own
-//!   process group under the shell's supervisor, so none outlives dsh, even on SIGKILL.
+//! - Approval is the guard's (dsh-guard): an MCP tool asks under the approval policy unless a
+//!   rule allows it; [`ServerConfig::approval_rule`] turns a server's `approval = "approve"`
+//!   into such a rule.
+//! - Stdio servers get an environment built from an allow-list ([`env`]), run in their own
+//!   process group under the shell's supervisor, so none outlives dsh, even on SIGKILL, and
+//!   inside the session's sandbox when the context provides a [`CommandConfinement`].
 
 mod config;
+mod confine;
 pub mod env;
 mod error;
 pub mod naming;
@@ -38,6 +41,7 @@ pub mod test_server;
 pub use config::{
     ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
 };
+pub use confine::{CommandConfinement, confinement};
 pub use error::McpError;
 pub use plugin::McpPlugin;
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};

@@ -20,10 +20,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
+use crate::confine::CommandConfinement;
 use crate::env::server_env;
 use crate::error::McpError;
 use crate::naming::tool_name;
-use crate::process::{Launch, ServerProcess};
+use crate::process::{Launch, ServerProcess, SpawnError};
 use crate::result::to_output;
 use crate::schema::normalize;
 
@@ -78,6 +79,8 @@ pub(crate) struct ConnectEnv<'a> {
     pub lookup: &'a (dyn Fn(&str) -> Option<String> + Send + Sync),
     /// Stops a start in progress (the owning scope is going away).
     pub closing: &'a CancellationToken,
+    /// The sandbox stdio servers run in (its workspace is `cwd`).
+    pub confinement: Option<&'a dyn CommandConfinement>,
 }
 
 /// A connected server.
@@ -140,12 +143,19 @@ impl McpServer {
                     args,
                     cwd: cwd.as_deref().unwrap_or(env.cwd),
                     env: &vars,
+                    confinement: env.confinement.map(|c| (c, env.cwd)),
                 };
                 let (proc, stdout, stdin) =
-                    ServerProcess::spawn(&launch).map_err(|source| McpError::Spawn {
-                        server: config.name.clone(),
-                        command: command.clone(),
-                        source,
+                    ServerProcess::spawn(&launch).map_err(|error| match error {
+                        SpawnError::Confinement(source) => McpError::Confinement {
+                            server: config.name.clone(),
+                            source,
+                        },
+                        SpawnError::Io(source) => McpError::Spawn {
+                            server: config.name.clone(),
+                            command: command.clone(),
+                            source,
+                        },
                     })?;
                 stderr = Some(proc.stderr.clone());
                 process = Some(proc);

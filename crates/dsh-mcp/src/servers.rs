@@ -19,7 +19,7 @@
 //!    session and stops every server process group.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::BTreeSet;
@@ -27,14 +27,15 @@ use std::collections::BTreeSet;
 use dsh_kernel::{BoxError, Context, Registration};
 use dsh_llm::ToolSchema;
 use dsh_prompt::{PromptAssemble, PromptAssembly};
-use dsh_tools::{PreExecute, ToolRuntime, ToolsPreExecute};
+use dsh_tools::ToolRuntime;
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ApprovalMode, ServerConfig};
+use crate::config::ServerConfig;
+use crate::confine::CommandConfinement;
 use crate::error::McpError;
 use crate::server::{ConnectEnv, McpServer};
 use crate::tool::McpTool;
@@ -57,10 +58,6 @@ pub struct McpOptions {
     pub cwd: PathBuf,
     /// Variables never passed to a server by name (the provider key variables).
     pub hidden_env: Vec<String>,
-    /// Whether calls of `prompt`-mode servers become `Ask` on `tools/pre-execute`. A front end
-    /// whose own policy already asks about MCP tools (the ACP bridge's session modes) turns
-    /// it off so it does not ask twice.
-    pub ask: bool,
     /// Where start failures are shown besides the log.
     pub on_failure: Option<FailureReporter>,
     /// Where bearer tokens are read (default: the process environment).
@@ -68,13 +65,12 @@ pub struct McpOptions {
 }
 
 impl McpOptions {
-    /// Options for servers working in `cwd`: ask before calls, hide nothing extra, report
-    /// failures only in the log, read tokens from the process environment.
+    /// Options for servers working in `cwd`: hide nothing extra, report failures only in the
+    /// log, read tokens from the process environment.
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         Self {
             cwd: cwd.into(),
             hidden_env: Vec::new(),
-            ask: true,
             on_failure: None,
             lookup: Arc::new(|name| std::env::var(name).ok().filter(|v| !v.is_empty())),
         }
@@ -86,7 +82,6 @@ impl std::fmt::Debug for McpOptions {
         f.debug_struct("McpOptions")
             .field("cwd", &self.cwd)
             .field("hidden_env", &self.hidden_env)
-            .field("ask", &self.ask)
             .finish_non_exhaustive()
     }
 }
@@ -152,8 +147,9 @@ impl std::fmt::Debug for McpServers {
 impl McpServers {
     /// Starts every enabled server of `configs` in the background and wires the set into
     /// `ctx`: tools (registered at step boundaries through `ctx`, so an agent's context keeps
-    /// them to that agent), the approval listener, the step-boundary listener, and shutdown
-    /// when `ctx`'s scope is disposed. Invalid configs are reported like failed starts.
+    /// them to that agent), the step-boundary listener, and shutdown when `ctx`'s scope is
+    /// disposed. Stdio servers run inside the [`CommandConfinement`] `ctx` provides, if any.
+    /// Invalid configs are reported like failed starts.
     pub fn start(
         ctx: &Context,
         configs: Vec<ServerConfig>,
@@ -175,8 +171,9 @@ impl McpServers {
         let _ = ctx
             .scope()
             .defer_async(move || async move { owned.shutdown().await })?;
-        set.listen(ctx, options.ask)?;
+        set.listen(ctx)?;
         let options = Arc::new(options);
+        let confinement = ctx.get::<dyn CommandConfinement>();
         let mut starts = Vec::new();
         for (index, config) in set.configs.iter().enumerate() {
             if !config.enabled {
@@ -185,6 +182,7 @@ impl McpServers {
             }
             let me = set.clone();
             let options = options.clone();
+            let confinement = confinement.clone();
             let config = config.clone();
             starts.push(tokio::spawn(async move {
                 let outcome = match config.validate() {
@@ -194,6 +192,7 @@ impl McpServers {
                             hidden_env: &options.hidden_env,
                             lookup: &*options.lookup,
                             closing: &me.closing,
+                            confinement: confinement.as_deref(),
                         };
                         McpServer::connect(&config, &env).await
                     }
@@ -239,8 +238,9 @@ impl McpServers {
         self.settled.send_modify(|n| *n += 1);
     }
 
-    /// Registers the step-boundary listener and, when `ask`, the approval listener.
-    fn listen(self: &Arc<Self>, ctx: &Context, ask: bool) -> Result<(), BoxError> {
+    /// Registers the step-boundary listener. Approval is not this crate's: the guard decides
+    /// MCP calls like every other tool's (`mcp__server__*` rules, the approval policy).
+    fn listen(self: &Arc<Self>, ctx: &Context) -> Result<(), BoxError> {
         let weak = Arc::downgrade(self);
         let _ = ctx.on_waterfall::<PromptAssemble, _>(move |assembly, next| {
             let set = weak.upgrade();
@@ -255,43 +255,7 @@ impl McpServers {
                 next.run(assembly).await
             }
         })?;
-        if ask {
-            let weak: Weak<McpServers> = Arc::downgrade(self);
-            let _ = ctx.on_waterfall::<ToolsPreExecute, _>(move |call, next| {
-                let server = weak
-                    .upgrade()
-                    .and_then(|set| set.prompting_server_of(&call.name));
-                async move {
-                    let name = call.name.clone();
-                    let inner = next.run(call).await?;
-                    Ok(match (inner, server) {
-                        (PreExecute::Allow, Some(server)) => PreExecute::Ask {
-                            reason: Some(format!(
-                                "`{name}` is a tool of the MCP server `{server}`, and dsh cannot \
-                                 tell what it does"
-                            )),
-                        },
-                        (inner, _) => inner,
-                    })
-                }
-            })?;
-        }
         Ok(())
-    }
-
-    /// The server owning the registered tool `name`, when its calls ask first.
-    fn prompting_server_of(&self, name: &str) -> Option<String> {
-        let entries = self.entries.lock();
-        self.configs
-            .iter()
-            .zip(entries.iter())
-            .filter(|(config, _)| config.approval == ApprovalMode::Prompt)
-            .find_map(|(config, entry)| match &entry.state {
-                Some(Ok(server)) if server.tools().1.iter().any(|t| t.name == name) => {
-                    Some(config.name.clone())
-                }
-                _ => None,
-            })
     }
 
     /// Resolves once every enabled server has started or failed.

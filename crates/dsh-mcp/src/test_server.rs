@@ -13,6 +13,8 @@
 //! - `extra` (after `grow`): answers `extra`.
 //! - `env`: answers the names of its environment variables, one per line.
 //! - `image`: answers a one-pixel PNG image block.
+//! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
+//!   `isError` result with the operating system's reason (sandbox tests).
 //!
 //! Flags: `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
 //! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
@@ -112,6 +114,11 @@ impl TestServer {
             ),
             Tool::new("env", "Lists its environment's names.", object(json!({}))),
             Tool::new("image", "Answers an image.", object(json!({}))),
+            Tool::new(
+                "write_file",
+                "Writes text to a file.",
+                object(json!({"path": {"type": "string"}, "text": {"type": "string"}})),
+            ),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Appears after grow.", object(json!({}))));
@@ -198,6 +205,17 @@ impl ServerHandler for TestServer {
                 ))])
                 .into(),
             ),
+            "write_file" => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+                let body = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                Ok(match std::fs::write(path, body) {
+                    Ok(()) => text(format!("wrote {path}")),
+                    Err(error) => CallToolResult::error(vec![ContentBlock::Text(
+                        TextContent::new(format!("cannot write {path}: {error}")),
+                    )])
+                    .into(),
+                })
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
                 None,

@@ -7,9 +7,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use dsh_mcp::{ApprovalMode, McpOptions, ServerConfig, ServerState};
+use dsh_mcp::{McpOptions, ServerConfig, ServerState};
 use dsh_testkit::Script;
-use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 use parking_lot::Mutex;
 
 #[tokio::test]
@@ -32,7 +31,8 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
             "mcp__t__fail",
             "mcp__t__grow",
             "mcp__t__image",
-            "mcp__t__slow"
+            "mcp__t__slow",
+            "mcp__t__write_file"
         ]
     );
     let echo = w.adapter.requests()[0]
@@ -154,48 +154,4 @@ async fn enabled_and_disabled_tools_filter_what_is_offered() {
     let statuses = w.servers().statuses();
     assert_eq!(statuses[0].tools, ["mcp__only__echo"]);
     assert_eq!(statuses[1].state, ServerState::Disabled);
-}
-
-#[derive(Default)]
-struct Recording {
-    asked: Mutex<Vec<(String, Option<String>)>>,
-}
-
-#[async_trait::async_trait]
-impl Approver for Recording {
-    async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
-        self.asked
-            .lock()
-            .push((request.tool_name.clone(), request.reason.clone()));
-        ApprovalOutcome::AllowedOnce
-    }
-}
-
-#[tokio::test]
-async fn a_prompt_mode_tool_asks_first_and_is_refused_with_nobody_to_ask() {
-    let mut asking = test_server("t", &[]);
-    asking.approval = ApprovalMode::Prompt;
-    let w = world_with(vec![asking.clone()]).await;
-    w.adapter
-        .push(Script::tool_call("c1", "mcp__t__echo", r#"{"text":"x"}"#))
-        .push(Script::text("done"));
-    let handle = w.agent("a").await;
-    w.run(handle.agent(), "go").await;
-    let (_, text, is_error, _) = tool_results(handle.agent()).remove(0);
-    assert!(is_error);
-    assert!(text.contains("requires approval"), "{text}");
-
-    let w = world_with(vec![asking]).await;
-    let approver = Arc::new(Recording::default());
-    w.ctx.provide::<dyn Approver>(approver.clone()).unwrap();
-    w.adapter
-        .push(Script::tool_call("c1", "mcp__t__echo", r#"{"text":"x"}"#))
-        .push(Script::text("done"));
-    let handle = w.agent("b").await;
-    w.run(handle.agent(), "go").await;
-    assert_eq!(tool_results(handle.agent())[0].1, "x");
-    let asked = approver.asked.lock().clone();
-    assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0].0, "mcp__t__echo");
-    assert!(asked[0].1.as_deref().unwrap().contains("MCP server `t`"));
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use dsh_agent::{AgentHandle, AgentOptions, AgentRef, CreateAgentOptions};
 use dsh_agent_loop::{Core, CoreConfig, mount_core};
 use dsh_kernel::{Context, PluginHandle};
-use dsh_mcp::{ApprovalMode, McpOptions, McpPlugin, McpServers, ServerConfig};
+use dsh_mcp::{McpOptions, McpPlugin, McpServers, ServerConfig};
 use dsh_session::{
     ContentBlock, EventKind, Message, SessionCreated, SessionMeta, relational_validator,
 };
@@ -27,15 +27,14 @@ pub fn server_bin() -> &'static str {
     env!("CARGO_BIN_EXE_dsh-mcp-test-server")
 }
 
-/// A stdio server `name` running the test server with `args`, calls allowed without asking.
+/// A stdio server `name` running the test server with `args` (no guard is installed unless a
+/// test installs one, so its calls run without asking).
 pub fn test_server(name: &str, args: &[&str]) -> ServerConfig {
-    let mut config = ServerConfig::stdio(
+    ServerConfig::stdio(
         name,
         server_bin(),
         args.iter().map(|a| (*a).to_owned()).collect(),
-    );
-    config.approval = ApprovalMode::Approve;
-    config
+    )
 }
 
 /// A private directory for one test's logs.

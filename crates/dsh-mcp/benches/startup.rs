@@ -14,16 +14,30 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::{AgentOptions, CreateAgentOptions};
 use dsh_agent_loop::{CoreConfig, mount_core};
+use dsh_guard::{ProgramConfinement, SandboxMode, SandboxPolicy, SupervisorProgram};
 use dsh_kernel::Context;
-use dsh_mcp::{McpOptions, McpPlugin, ServerConfig};
+use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin, ServerConfig};
 use dsh_session::{Message, SessionMeta};
 use dsh_testkit::{Script, ScriptedAdapter};
 
 const SAMPLES: usize = 15;
 const DELAY: &str = "20";
 
-async fn first_request(servers: usize, delay: &str, sample: usize) -> Duration {
+async fn first_request(servers: usize, delay: &str, sample: usize, confined: bool) -> Duration {
     let ctx = Context::new();
+    if confined {
+        let confinement = ProgramConfinement::new(
+            SandboxPolicy::new(SandboxMode::WorkspaceWrite, std::env::temp_dir()),
+            SupervisorProgram {
+                program: env!("CARGO_BIN_EXE_dsh-mcp-test-supervisor").into(),
+                args: Vec::new(),
+            },
+        );
+        let seam = dsh_mcp::confinement(move |workspace, program, args| {
+            Ok(confinement.command(workspace, program, args)?)
+        });
+        ctx.provide::<dyn CommandConfinement>(seam).unwrap();
+    }
     let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
     let adapter = Arc::new(ScriptedAdapter::new());
     let _registration = adapter.register(&core.llm).unwrap();
@@ -93,16 +107,18 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        // Warm-up: page in the server binary and the runtime.
-        first_request(3, DELAY, usize::MAX).await;
-        let (mut none, mut one, mut instant, mut three) = (vec![], vec![], vec![], vec![]);
+        // Warm-up: page in the server and supervisor binaries and the runtime.
+        first_request(3, DELAY, usize::MAX, true).await;
+        let (mut none, mut one, mut instant, mut three, mut confined) =
+            (vec![], vec![], vec![], vec![], vec![]);
         for sample in 0..SAMPLES {
-            none.push(first_request(0, "0", sample).await);
-            one.push(first_request(1, DELAY, sample).await);
-            instant.push(first_request(3, "0", sample).await);
-            three.push(first_request(3, DELAY, sample).await);
+            none.push(first_request(0, "0", sample, false).await);
+            one.push(first_request(1, DELAY, sample, false).await);
+            instant.push(first_request(3, "0", sample, false).await);
+            three.push(first_request(3, DELAY, sample, false).await);
+            confined.push(first_request(3, DELAY, sample, true).await);
         }
-        let (none, three) = (median(none), median(three));
+        let (none, three, confined) = (median(none), median(three), median(confined));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!("first model request, median of {SAMPLES}:");
         println!(
@@ -124,6 +140,11 @@ fn main() {
         println!(
             "  added by the servers:                  {:>8.1} ms (goal: at most 50 ms)",
             ms(three.saturating_sub(none))
+        );
+        println!(
+            "  the same three, sandboxed:             {:>8.1} ms (adds {:.1} ms)",
+            ms(confined),
+            ms(confined.saturating_sub(none))
         );
     });
 }

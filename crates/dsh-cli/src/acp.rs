@@ -12,14 +12,28 @@ use dsh_acp::{AcpOptions, ApprovalPolicy};
 use tokio::time::Instant;
 
 use crate::compose::{agent_setup, compose_for_acp};
-use crate::config::{Settings, process_env};
+use crate::config::{Settings, Source, Sourced, process_env};
 use crate::run::DRAIN;
 use crate::signals::Signals;
 
 /// Serves ACP on stdin/stdout until the client closes stdin (exit 0) or a signal stops it
 /// (130 after SIGINT, 143 after SIGTERM, once every session is cancelled, drained and saved —
 /// at most [`DRAIN`] — or at once on a second signal); returns the exit status.
-pub fn main(settings: Settings, auto_approve: bool) -> i32 {
+pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
+    // `--auto-approve` runs every tool without asking, so the guard must not ask either (MCP
+    // tools would otherwise still wait for the editor): its policy becomes `auto`, which allows
+    // what only needs approval and refuses what goes beyond the sandbox. `--approval` wins.
+    if auto_approve
+        && !matches!(
+            settings.guard.approval.as_ref().map(|a| &a.source),
+            Some(Source::Flag(_))
+        )
+    {
+        settings.guard.approval = Some(Sourced::new(
+            dsh_guard::ApprovalPolicy::Auto,
+            Source::Flag("--auto-approve"),
+        ));
+    }
     if let Err(e) = settings.check_credentials(&process_env) {
         return unconfigured::main(&e);
     }

@@ -31,8 +31,15 @@ struct Acp {
 
 impl Acp {
     fn spawn(w: &World) -> Acp {
+        Self::spawn_with(w, &[])
+    }
+
+    /// `dsh acp` with extra arguments.
+    fn spawn_with(w: &World, args: &[&str]) -> Acp {
+        let mut argv = vec!["acp"];
+        argv.extend(args);
         let mut child = w
-            .dsh(&["acp"])
+            .dsh(&argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -471,6 +478,41 @@ fn an_editors_stdio_server_runs_inside_the_sandbox() {
     let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
     assert!(result.contains("Permission denied"), "{result}");
     assert!(!target.exists());
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}
+
+#[test]
+fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__echo",
+            r#"{"text":"unasked"}"#,
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn_with(&w, &["--auto-approve"]);
+    acp.initialize();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
+    let created = acp.call(
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [
+            {"name": "t", "command": server, "args": [], "env": []}
+        ]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = acp.prompt(&session, "use the tool");
+    // A permission request would never be answered: the turn would not end.
+    assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
+    assert!(
+        !acp.seen
+            .iter()
+            .any(|f| f["method"] == "session/request_permission")
+    );
+    let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
+    assert!(result.contains("unasked"), "{result}");
     let (status, _) = acp.hang_up();
     assert!(status.success());
 }

@@ -111,6 +111,19 @@ impl Acp {
         created["result"]["sessionId"].as_str().unwrap().to_owned()
     }
 
+    /// A session whose editor sends one stdio MCP server, `t`: the test server.
+    fn new_session_with_test_server(&mut self, w: &World) -> String {
+        let cwd = w.cwd.path().canonicalize().unwrap();
+        let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
+        let created = self.call(
+            "session/new",
+            json!({"cwd": cwd, "mcpServers": [
+                {"name": "t", "command": server, "args": [], "env": []}
+            ]}),
+        );
+        created["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
     fn prompt(&mut self, session: &str, text: &str) -> u64 {
         self.request(
             "session/prompt",
@@ -463,15 +476,7 @@ fn an_editors_stdio_server_runs_inside_the_sandbox() {
         .push(MockResponse::text("done"));
     let mut acp = Acp::spawn(&w);
     acp.initialize();
-    let cwd = w.cwd.path().canonicalize().unwrap();
-    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
-    let created = acp.call(
-        "session/new",
-        json!({"cwd": cwd, "mcpServers": [
-            {"name": "t", "command": server, "args": [], "env": []}
-        ]}),
-    );
-    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let session = acp.new_session_with_test_server(&w);
     let prompt = acp.prompt(&session, "write outside");
     allow_next_permission(&mut acp, "call_1");
     assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
@@ -494,15 +499,7 @@ fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
         .push(MockResponse::text("done"));
     let mut acp = Acp::spawn_with(&w, &["--auto-approve"]);
     acp.initialize();
-    let cwd = w.cwd.path().canonicalize().unwrap();
-    let server = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
-    let created = acp.call(
-        "session/new",
-        json!({"cwd": cwd, "mcpServers": [
-            {"name": "t", "command": server, "args": [], "env": []}
-        ]}),
-    );
-    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let session = acp.new_session_with_test_server(&w);
     let prompt = acp.prompt(&session, "use the tool");
     // A permission request would never be answered: the turn would not end.
     assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");

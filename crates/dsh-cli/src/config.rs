@@ -13,6 +13,7 @@ use dsh_agent_loop::ConfiguredAgent;
 use dsh_llm::ModelCatalog;
 use serde::Deserialize;
 
+mod compaction;
 mod effort;
 mod empty;
 pub mod guard;
@@ -165,6 +166,8 @@ pub struct Settings {
     pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
+    /// `[compaction]`: when automatic compaction starts and what it keeps.
+    pub compaction: dsh_compaction::CompactionConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +189,8 @@ struct FileConfig {
     mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
+    #[serde(default)]
+    compaction: compaction::FileCompaction,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -497,6 +502,7 @@ impl Settings {
         )?;
         let catalog = models::catalog(&file.models, &config_path, &text)?;
         let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
+        let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -512,6 +518,7 @@ impl Settings {
             guard,
             mcp_servers,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
+            compaction,
         })
     }
 
@@ -666,6 +673,7 @@ impl Settings {
         }
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
+        compaction::render(&mut out, &self.compaction);
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {
             let _ = writeln!(out);

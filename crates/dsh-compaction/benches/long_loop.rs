@@ -102,6 +102,16 @@ fn main() {
                 chars_per_token,
             )
             .await;
+            // `[compaction] threshold = 0.9`: fewer compactions, longer cached prefixes.
+            run(
+                "threshold 0.9",
+                CompactionConfig {
+                    threshold_ratio: 0.9,
+                    ..CompactionConfig::default()
+                },
+                chars_per_token,
+            )
+            .await;
             let every = run(
                 "compaction before every step",
                 CompactionConfig {

@@ -724,6 +724,20 @@ fn unspan(values: Vec<toml::Spanned<String>>) -> Vec<String> {
     values.into_iter().map(toml::Spanned::into_inner).collect()
 }
 
+/// Resolves `config` as the only `config.toml` of a fresh `DSH_HOME`, no flags or other
+/// variables: what the per-table tests of the submodules start from.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn resolve_file_for_test(config: &str) -> anyhow::Result<Settings> {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let dir = home.path().to_str().unwrap().to_owned();
+    Settings::resolve(
+        &move |k| (k == "DSH_HOME").then(|| dir.clone()),
+        &Overrides::default(),
+    )
+}
+
 /// `file:line:column` of the byte `offset` of the file's text.
 fn located(path: &Path, text: &str, offset: usize) -> String {
     let (line, column) = line_column(text, offset);

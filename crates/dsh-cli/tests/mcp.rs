@@ -122,7 +122,7 @@ fn a_server_gets_no_provider_key() {
 }
 
 #[test]
-fn a_prompt_mode_tool_is_refused_by_a_headless_run() {
+fn an_mcp_tool_no_rule_allows_is_refused_by_a_headless_run_with_a_reason() {
     let w = World::new();
     configure(&w, &format!("[mcp_servers.t]\ncommand = {SERVER:?}\n"));
     w.server

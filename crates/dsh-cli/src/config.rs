@@ -501,7 +501,11 @@ impl Settings {
             &text,
         )?;
         let catalog = models::catalog(&file.models, &config_path, &text)?;
-        let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
+        let mut guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
+        guard
+            .rules
+            .allow
+            .extend(mcp::approval_rules(&config_path, &mcp_servers));
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
         Ok(Self {
             home,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_guard::{
     ApprovalPolicy, Guard, GuardSupervision, Installed, KernelProbe, LandlockProbe,
-    ProgramConfinement, Rule, Rules, SandboxPolicy, SupervisorProgram, UnavailableProbe,
+    ProgramConfinement, SandboxPolicy, SupervisorProgram, UnavailableProbe,
 };
 use dsh_kernel::Context;
 use dsh_prompt::{Section, SystemPrompt};
@@ -64,28 +64,6 @@ pub fn mcp_confinement(settings: &Settings) -> Arc<dyn dsh_mcp::CommandConfineme
     })
 }
 
-/// The configured rules plus one allow rule per MCP server whose
-/// `default_tools_approval_mode = "approve"` vouches for its tools (`mcp__NAME__*`).
-fn rules(settings: &Settings) -> Rules {
-    let mut rules = settings.guard.rules.clone();
-    for server in &settings.mcp_servers {
-        let Some(text) = server.approval_rule() else {
-            continue;
-        };
-        // Server names are checked when the config is read, so the rule parses; a name that
-        // did not would only lose its shortcut, never widen anything.
-        if let Ok(mut rule) = Rule::parse(&text) {
-            rule.origin = Some(format!(
-                "{} [mcp_servers.{}] default_tools_approval_mode",
-                settings.config_path.display(),
-                server.name
-            ));
-            rules.allow.push(rule);
-        }
-    }
-    rules
-}
-
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front
 /// end's `default` when none is configured, and tells the model about it in the system prompt.
 pub fn install(
@@ -97,7 +75,7 @@ pub fn install(
     let guard = Guard {
         sandbox: sandbox_policy(settings),
         approval: settings.guard.approval_or(default),
-        rules: rules(settings),
+        rules: settings.guard.rules.clone(),
     };
     // Right after the bash section (105): the model reads the limits where it reads the tool.
     let _ = prompt.section(ctx, Section::new("guard:sandbox", 106, guard.prompt_text()))?;

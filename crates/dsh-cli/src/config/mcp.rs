@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dsh_guard::Rule;
 use dsh_mcp::{
     ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
 };
@@ -62,6 +63,26 @@ pub(super) fn resolve(
             server(&name, table.into_inner()).map_err(|reason| {
                 anyhow::anyhow!("invalid config file {at}: mcp_servers.{name}: {reason}")
             })
+        })
+        .collect()
+}
+
+/// The allow rules that servers' `default_tools_approval_mode = "approve"` stands for
+/// (`mcp__NAME__*`), so the guard decides their calls like any other (deny and ask rules still
+/// win) and `dsh config show` lists them with the table they come from.
+pub(super) fn approval_rules(path: &Path, servers: &[ServerConfig]) -> Vec<Rule> {
+    servers
+        .iter()
+        .filter_map(|server| {
+            // Server names were checked above (letters, digits, `-`, `_`), so the rule parses;
+            // one that did not would only lose its shortcut, never widen anything.
+            let mut rule = Rule::parse(&server.approval_rule()?).ok()?;
+            rule.origin = Some(format!(
+                "{} [mcp_servers.{}] default_tools_approval_mode",
+                path.display(),
+                server.name
+            ));
+            Some(rule)
         })
         .collect()
 }
@@ -190,6 +211,13 @@ enabled = false
         assert_eq!(github.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
         assert_eq!(github.approval, ApprovalMode::Approve);
         assert_eq!(github.enabled_tools, Some(vec!["a".to_owned()]));
+        let rules = approval_rules(Path::new("/c.toml"), &servers);
+        assert_eq!(rules.len(), 1, "only the approved server gets a rule");
+        assert_eq!(rules[0].text(), "mcp__github__*");
+        assert_eq!(
+            rules[0].origin.as_deref(),
+            Some("/c.toml [mcp_servers.github] default_tools_approval_mode")
+        );
     }
 
     #[test]

@@ -41,6 +41,17 @@ impl Mode {
         }
     }
 
+    /// The guard's policy for a session in this mode, over the configured one: "auto" means
+    /// the person stopped being asked in this thread, so the guard stops asking too (rules
+    /// still apply). The other modes keep the configured policy; read-only is enforced by the
+    /// bridge's own listener.
+    pub(crate) fn approval_policy(self) -> Option<dsh_guard::ApprovalPolicy> {
+        match self {
+            Mode::Auto => Some(dsh_guard::ApprovalPolicy::Auto),
+            Mode::Ask | Mode::ReadOnly => None,
+        }
+    }
+
     fn describe(self) -> SessionMode {
         let (name, description) = match self {
             Mode::Ask => (

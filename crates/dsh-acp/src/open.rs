@@ -99,6 +99,7 @@ pub(crate) async fn new_session(
         bridge.tools.clone(),
         mode,
         bridge.options.catalog.clone(),
+        bridge.ctx.get::<dsh_guard::SessionPolicies>(),
     );
     let handle = bridge
         .registry

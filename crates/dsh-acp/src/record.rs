@@ -14,6 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
+use dsh_guard::SessionPolicies;
 use dsh_kernel::{BoxError, Context, ScopeTag};
 use dsh_llm::ModelCatalog;
 use dsh_session::{EventKind, SessionEventFired, SessionId};
@@ -52,6 +53,9 @@ pub(crate) struct SessionState {
     pub(crate) terminals: Arc<TerminalCards>,
     slot: Mutex<Option<Arc<Inflight>>>,
     mode: Mutex<Mode>,
+    /// Where the mode's approval policy goes for the guard (when one is mounted): "auto" stops
+    /// the guard asking too, not only the bridge's own listener.
+    policies: Option<Arc<SessionPolicies>>,
     /// The model chosen in this session, if any (else the configured one).
     model: Mutex<Option<String>>,
     /// Whether the session has a title (its first prompt) the editor was told about.
@@ -76,8 +80,12 @@ impl SessionState {
         tools: Arc<ToolRuntime>,
         mode: Mode,
         catalog: Option<ModelCatalog>,
+        policies: Option<Arc<SessionPolicies>>,
     ) -> Arc<SessionState> {
         let terminals = Arc::new(TerminalCards::default());
+        if let Some(p) = &policies {
+            p.set(&id, mode.approval_policy());
+        }
         Arc::new(SessionState {
             updates: UpdateQueue::start(
                 id.clone(),
@@ -93,6 +101,7 @@ impl SessionState {
             closed: CancellationToken::new(),
             slot: Mutex::new(None),
             mode: Mutex::new(mode),
+            policies,
             model: Mutex::new(None),
             titled: AtomicBool::new(false),
             always_allowed: Mutex::new(HashSet::new()),
@@ -141,7 +150,19 @@ impl SessionState {
 
     /// Switches the mode; `true` when it changed.
     pub(crate) fn set_mode(&self, mode: Mode) -> bool {
-        std::mem::replace(&mut *self.mode.lock(), mode) != mode
+        let mut current = self.mode.lock();
+        // Under the mode's lock, so two switches cannot leave the guard on the older one.
+        if let Some(p) = &self.policies {
+            p.set(&self.id, mode.approval_policy());
+        }
+        std::mem::replace(&mut *current, mode) != mode
+    }
+
+    /// Withdraws the session's policy from the guard (the session is closing).
+    pub(crate) fn forget_policy(&self) {
+        if let Some(p) = &self.policies {
+            p.set(&self.id, None);
+        }
     }
 
     /// Switches the mode and, when it changed, tells the client (`current_mode_update`).

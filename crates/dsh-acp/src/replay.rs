@@ -89,6 +89,7 @@ async fn resume(
         bridge.tools.clone(),
         mode,
         bridge.options.catalog.clone(),
+        bridge.ctx.get::<dsh_guard::SessionPolicies>(),
     );
     let mut options = ResumeAgentOptions::new(id.clone());
     options.agent_options = bridge.options.agent_options.clone();

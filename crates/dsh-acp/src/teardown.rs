@@ -23,6 +23,7 @@ use crate::record::SessionRecord;
 /// handed to the connection, and then its handle is disposed (agent and session detached).
 pub(crate) async fn retire(record: Arc<SessionRecord>) {
     record.state.closed.cancel();
+    record.state.forget_policy();
     cancel_record(&record);
     record.agent().when_idle().await;
     record.state.updates.drained().await;

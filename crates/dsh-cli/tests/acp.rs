@@ -487,8 +487,9 @@ fn an_editors_stdio_server_runs_inside_the_sandbox() {
     assert!(status.success());
 }
 
-#[test]
-fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
+/// A session of `dsh acp ARGS` (prepared by `prepare`) calls the test server's echo tool:
+/// it must run without a permission request reaching the editor.
+fn mcp_tool_runs_unasked(args: &[&str], prepare: impl FnOnce(&mut Acp, &str)) {
     let w = World::new();
     w.server
         .push(MockResponse::tool_call(
@@ -497,9 +498,10 @@ fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
             r#"{"text":"unasked"}"#,
         ))
         .push(MockResponse::text("done"));
-    let mut acp = Acp::spawn_with(&w, &["--auto-approve"]);
+    let mut acp = Acp::spawn_with(&w, args);
     acp.initialize();
     let session = acp.new_session_with_test_server(&w);
+    prepare(&mut acp, &session);
     let prompt = acp.prompt(&session, "use the tool");
     // A permission request would never be answered: the turn would not end.
     assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
@@ -512,4 +514,20 @@ fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
     assert!(result.contains("unasked"), "{result}");
     let (status, _) = acp.hang_up();
     assert!(status.success());
+}
+
+#[test]
+fn auto_approve_runs_mcp_tools_without_asking_the_editor() {
+    mcp_tool_runs_unasked(&["--auto-approve"], |_, _| {});
+}
+
+#[test]
+fn switching_a_session_to_auto_stops_the_guard_asking_about_mcp_tools() {
+    mcp_tool_runs_unasked(&[], |acp, session| {
+        let switched = acp.call(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "auto"}),
+        );
+        assert!(switched.get("error").is_none(), "{switched}");
+    });
 }

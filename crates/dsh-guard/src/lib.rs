@@ -15,7 +15,8 @@
 //! - [`Guard`] decides every tool call from the rules (deny > ask > allow), the mode and the
 //!   [`ApprovalPolicy`]; [`install`] puts it on `tools/pre-execute` and logs each decision in
 //!   the session (`approval/decided`). Asking the user is the front end's
-//!   [`dsh_tools::Approver`].
+//!   [`dsh_tools::Approver`]; a front end can change one session's policy while it runs
+//!   through [`SessionPolicies`] (an editor's "auto" mode).
 
 mod approval;
 mod landlock;
@@ -25,6 +26,7 @@ mod policy;
 mod program;
 mod prompt;
 mod rules;
+mod session_policy;
 mod shell;
 mod supervisor;
 mod sweep;
@@ -40,5 +42,6 @@ pub use plugin::{DECISION_EVENT, Installed, describe_decision, install, logged_d
 pub use policy::{DEVICE_ROOTS, SandboxPolicy};
 pub use program::{ProgramConfinement, ProgramRefused};
 pub use rules::{CallFacts, MCP_TOOL_PREFIX, Rule, RuleAction, RuleError};
+pub use session_policy::SessionPolicies;
 pub use shell::{GuardSupervision, SANDBOX_UNAVAILABLE, SupervisorProgram};
 pub use supervisor::{REFUSED_CODE, SUPERVISE_ARG, supervise};

@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::approval::{ApprovalPolicy, CallView, Decision, Guard, Verdict};
+use crate::session_policy::SessionPolicies;
 
 /// The session event type of every guard decision and every answer to its questions.
 pub const DECISION_EVENT: &str = "approval/decided";
@@ -34,8 +35,17 @@ pub struct Installed {
     _registrations: [Registration; 3],
 }
 
-/// Registers the guard on `ctx` (untagged: it hears every agent's calls, subagents included).
+/// Registers the guard on `ctx` (untagged: it hears every agent's calls, subagents included)
+/// and provides [`SessionPolicies`] there unless the context already has them.
 pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelError> {
+    let policies = match ctx.get::<SessionPolicies>() {
+        Some(p) => p,
+        None => {
+            let p = Arc::new(SessionPolicies::default());
+            ctx.provide(p.clone())?;
+            p
+        }
+    };
     let guard_for_notes = guard.clone();
     let asked: Arc<Mutex<HashSet<CallId>>> = Arc::default();
     let pre = ctx.on_waterfall::<ToolsPreExecute, _>({
@@ -43,8 +53,21 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
         move |call, next| {
             let guard = guard.clone();
             let asked = asked.clone();
+            let policies = policies.clone();
             async move {
                 let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+                let chosen = call
+                    .caller
+                    .as_ref()
+                    .and_then(|c| policies.get(&c.agent_id))
+                    .filter(|p| *p != guard.approval);
+                let guard = match chosen {
+                    Some(approval) => Arc::new(Guard {
+                        approval,
+                        ..(*guard).clone()
+                    }),
+                    None => guard,
+                };
                 let decision = guard.decide(&CallView {
                     tool: &call.name,
                     arguments: &call.arguments,

@@ -56,23 +56,33 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
             let policies = policies.clone();
             async move {
                 let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+                let view = CallView {
+                    tool: &call.name,
+                    arguments: &call.arguments,
+                    cwd: cwd.as_deref(),
+                };
+                let mut decision = guard.decide(&view);
+                // A session's own policy (an editor's "auto") replaces the configured one
+                // only where that policy asked: an `ask` rule the user wrote still asks.
                 let chosen = call
                     .caller
                     .as_ref()
                     .and_then(|c| policies.get(&c.agent_id))
                     .filter(|p| *p != guard.approval);
                 let guard = match chosen {
-                    Some(approval) => Arc::new(Guard {
-                        approval,
-                        ..(*guard).clone()
-                    }),
-                    None => guard,
+                    Some(approval)
+                        if matches!(decision.verdict, Verdict::Ask { .. })
+                            && decision.by != "rule" =>
+                    {
+                        let session_guard = Arc::new(Guard {
+                            approval,
+                            ..(*guard).clone()
+                        });
+                        decision = session_guard.decide(&view);
+                        session_guard
+                    }
+                    _ => guard,
                 };
-                let decision = guard.decide(&CallView {
-                    tool: &call.name,
-                    arguments: &call.arguments,
-                    cwd: cwd.as_deref(),
-                });
                 log(&call, &guard, &decision);
                 match decision.verdict {
                     Verdict::Deny { reason } => Ok(PreExecute::Deny { reason }),

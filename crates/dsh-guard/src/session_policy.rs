@@ -3,8 +3,9 @@
 //! A person can change how much a session asks while it runs: an editor's "auto" mode means
 //! "stop asking me" for that thread only. The front end records that choice here; the guard
 //! reads it for every call of that session (and only that session: a subagent has its own
-//! id, so it keeps the configured policy). Rules still come first: a deny rule denies and an
-//! `ask` rule still asks under `auto`, exactly as with the policy set in config.
+//! id, so it keeps the configured policy). It replaces the configured policy only where that
+//! policy would ask: a deny rule still denies, and an `ask` rule the user wrote still asks
+//! (unlike `approval = "auto"` in config, which the user wrote in the same file as the rule).
 
 use std::collections::HashMap;
 

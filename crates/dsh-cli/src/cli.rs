@@ -167,6 +167,27 @@ pub enum SessionsCommand {
     Show {
         /// The session id, or a unique prefix of it.
         id: String,
+        /// Keep printing the session's new events as they are committed (by a dsh on any
+        /// machine) until interrupted. Needs the PostgreSQL store.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Copy sessions from the JSONL files under $DSH_HOME/sessions into the PostgreSQL store,
+    /// byte for byte; prints each imported id.
+    Import {
+        /// Session files, or ids (unique prefixes will do) of sessions under $DSH_HOME/sessions.
+        #[arg(required = true, value_name = "FILE_OR_ID")]
+        sources: Vec<String>,
+    },
+    /// Copy a session from the PostgreSQL store into a JSONL session file, byte for byte:
+    /// by default to where the JSONL store keeps it under $DSH_HOME/sessions; prints the path.
+    Export {
+        /// The session id, or a unique prefix of it.
+        id: String,
+        /// Write the file here instead (`-`: standard output). An existing file is never
+        /// overwritten.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        out: Option<PathBuf>,
     },
     /// Copy a session (up to and including event SEQ) into a new one; prints the new id.
     Fork {

@@ -28,7 +28,6 @@ use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
-use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 use futures::FutureExt;
@@ -89,8 +88,8 @@ pub struct Composed {
     pub ctx: Context,
     /// The core services (session store, agent registry, LLM runtime, tools, prompt, loop).
     pub core: Core,
-    /// The JSONL session store (also provided as `dyn Persistence`).
-    pub store: Arc<JsonlStore>,
+    /// The session store, JSONL or PostgreSQL (also provided as `dyn Persistence`).
+    pub store: crate::store::Store,
     /// The shell executor (also provided as `dyn ShellExecutor`).
     pub executor: Arc<LocalShellExecutor>,
     /// The settings it was composed from.
@@ -110,7 +109,8 @@ pub struct Composed {
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
-    crate::storage::check_writable(&settings.sessions_root())?;
+    let store = crate::store::Store::open(settings)?;
+    store.check().await?;
     let ctx = Context::new();
     // A keyless local server nobody named a model for is asked for one first.
     let mut settings = settings.clone();
@@ -135,6 +135,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
             .providers
             .values()
             .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
+            .chain(settings.store.password_env().map(str::to_owned))
             .collect(),
         ..ShellConfig::default()
     };
@@ -146,11 +147,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
     ctx.provide::<dyn ShellExecutor>(executor.clone())?;
     // Persistence first: it must hear every session event from the first agent on, and it is
     // unmounted last so the loop's final `turn/end`s are drained to disk.
-    let store = JsonlStore::new(settings.sessions_root());
-    let persistence = ctx
-        .plugin(JsonlPersistencePlugin::new(store.clone()))
-        .await
-        .context("cannot mount session persistence")?;
+    let persistence = store.mount(&ctx).await?;
     let core = mount_core(
         &ctx,
         CoreConfig {

@@ -19,6 +19,7 @@ pub mod guard;
 mod mcp;
 pub mod models;
 mod route;
+pub mod store;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -165,6 +166,8 @@ pub struct Settings {
     pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
+    /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
+    pub store: store::StoreSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +189,8 @@ struct FileConfig {
     mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
+    #[serde(default)]
+    store: Option<toml::Spanned<store::FileStore>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -497,6 +502,7 @@ impl Settings {
         )?;
         let catalog = models::catalog(&file.models, &config_path, &text)?;
         let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
+        let store = store::resolve(env, file.store, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -512,6 +518,7 @@ impl Settings {
             guard,
             mcp_servers,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
+            store,
         })
     }
 
@@ -575,7 +582,7 @@ impl Settings {
                 "not found"
             }
         );
-        let _ = writeln!(out, "# sessions: {}", self.sessions_root().display());
+        let _ = writeln!(out, "# sessions: {}", self.store_description());
         let _ = writeln!(out);
         let _ = writeln!(out, "[defaults]");
         line(

@@ -20,7 +20,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 use tokio_postgres::Client;
 
-use crate::error::{diverged, duplicate};
+use crate::error::{db, diverged, duplicate};
 use crate::store::PostgresStore;
 use crate::{batch, lease, rows};
 
@@ -250,6 +250,10 @@ impl Writer {
                     if row.event_count < before || row.event_count > self.session.len() {
                         return Err(diverged(self.id(), Some(row.event_count), before));
                     }
+                    if row.event_count > before {
+                        self.adopt_committed(&client, before, row.event_count)
+                            .await?;
+                    }
                     row.event_count
                 }
             };
@@ -261,6 +265,38 @@ impl Writer {
             context: "no database connection".into(),
             source: std::io::Error::other("no connection"),
         })
+    }
+
+    /// Events committed beyond what this writer knew (`from..to`) are its own batch whose
+    /// acknowledgement was lost with the connection only if they are exactly its events. After
+    /// a partition another writer may have taken the session over and appended as many events
+    /// of its own: counting those as committed would silently drop this writer's, so that is
+    /// refused.
+    async fn adopt_committed(
+        &self,
+        client: &Client,
+        from: u64,
+        to: u64,
+    ) -> Result<(), PersistenceError> {
+        let id = self.id();
+        let stored = client
+            .query(
+                "SELECT line FROM dsh_events WHERE session_id = $1 AND seq >= $2 AND seq < $3 \
+                 ORDER BY seq",
+                &[&id.as_str(), &(from as i64), &(to as i64)],
+            )
+            .await
+            .map_err(db(format!("reading back the events of session \"{id}\"")))?;
+        let own = self.session.events_from(from);
+        let same = stored.len() as u64 == to - from
+            && stored.iter().zip(own.iter()).all(|(row, event)| {
+                serde_json::to_string(&**event).ok().as_deref() == Some(row.get::<_, &str>(0))
+            });
+        if same {
+            Ok(())
+        } else {
+            Err(diverged(id, Some(to), from))
+        }
     }
 
     /// One transaction committing everything the session holds beyond the committed count.

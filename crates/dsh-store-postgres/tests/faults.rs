@@ -90,17 +90,7 @@ async fn a_writer_cut_off_past_its_lease_never_overwrites_the_writer_that_took_o
     a.flush(&s).await;
     // The partition: the server drops the writer's connection (as TCP keepalive does when a
     // machine vanishes), and the lease with it.
-    let admin = cluster::admin_connect(&cluster::cluster().url("postgres"))
-        .await
-        .unwrap();
-    let cut = admin
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = $1 AND pid <> pg_backend_pid()",
-            &[&db.as_str()],
-        )
-        .await
-        .unwrap();
+    let cut = cluster::cut_connections(db).await;
     assert!(cut >= 1, "the writer had no connection to cut");
     // Another machine resumes the session meanwhile and writes a turn.
     let b = storage.mount().await;

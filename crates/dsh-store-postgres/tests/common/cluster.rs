@@ -235,3 +235,17 @@ pub async fn admin_connect(url: &str) -> Result<tokio_postgres::Client, tokio_po
     tokio::spawn(conn);
     Ok(client)
 }
+
+/// Cuts every connection to database `db` on the shared cluster, as a server restart, a dropped
+/// proxy or a partition does (the writer leases held on them die too); returns how many.
+pub async fn cut_connections(db: &str) -> u64 {
+    let admin = admin_connect(&cluster().url("postgres")).await.unwrap();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&db],
+        )
+        .await
+        .unwrap()
+}

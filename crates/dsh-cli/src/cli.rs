@@ -162,7 +162,15 @@ pub struct ChatArgs {
 #[derive(Subcommand, Debug)]
 pub enum SessionsCommand {
     /// Stored sessions, most recently active first.
-    List,
+    List {
+        /// Only sessions started in this directory (on any machine, with the PostgreSQL
+        /// store).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only sessions a person started (`top`) or only subagents' (`subagent`).
+        #[arg(long, value_enum)]
+        origin: Option<OriginFilter>,
+    },
     /// A readable transcript of one session.
     Show {
         /// The session id, or a unique prefix of it.
@@ -202,6 +210,15 @@ pub enum SessionsCommand {
         /// The session id, or a unique prefix of it.
         id: String,
     },
+}
+
+/// `dsh sessions list --origin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginFilter {
+    /// Sessions a person started.
+    Top,
+    /// Sessions of subagents.
+    Subagent,
 }
 
 /// `dsh hooks …`.

@@ -15,7 +15,19 @@ use crate::store::Store;
 
 /// `dsh sessions list`: one row per stored session, most recently active first.
 pub async fn list(store: &Store) -> anyhow::Result<String> {
-    let listings = store.listings().await.context("cannot list sessions")?;
+    list_where(store, None, None).await
+}
+
+/// `dsh sessions list [--cwd DIR] [--origin top|subagent]`: [`list`], filtered.
+pub async fn list_where(
+    store: &Store,
+    cwd: Option<&std::path::Path>,
+    origin: Option<crate::cli::OriginFilter>,
+) -> anyhow::Result<String> {
+    let listings = store
+        .listings_where(cwd, origin)
+        .await
+        .context("cannot list sessions")?;
     let mut out = String::new();
     if listings.is_empty() {
         let _ = writeln!(out, "no sessions in {}", store.describe());
@@ -155,7 +167,7 @@ pub fn main(
     };
     let result = runtime.block_on(async {
         match command {
-            C::List => list(&store).await,
+            C::List { cwd, origin } => list_where(&store, cwd.as_deref(), *origin).await,
             C::Show { id, follow: false } => show(&store, id).await,
             C::Show { id, follow: true } => crate::follow::follow(&store, id)
                 .await

@@ -7,14 +7,17 @@
 //! PostgreSQL-only commands (`--follow`, import, export) one match away.
 
 use std::ops::Deref;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
 use dsh_kernel::{Context, PluginHandle};
-use dsh_session::{Persistence, PersistenceError, SessionId, StoredSession};
+use dsh_session::persistence::SessionListing;
+use dsh_session::{Persistence, PersistenceError, SessionId, SessionOrigin, StoredSession};
 use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_store_postgres::{PostgresConfig, PostgresPersistencePlugin, PostgresStore};
 
+use crate::cli::OriginFilter;
 use crate::config::Settings;
 use crate::config::store::StoreSettings;
 
@@ -111,6 +114,46 @@ impl Store {
         match self {
             Self::Jsonl(store) => store.root().display().to_string(),
             Self::Postgres(store) => format!("the PostgreSQL database {}", store.describe()),
+        }
+    }
+
+    /// Listing rows of the sessions started in `cwd` (when given) with `origin` (when given):
+    /// filtered by the database for PostgreSQL, here for the files. A directory that exists
+    /// here is compared canonicalized; one that does not (another machine's) as written.
+    pub async fn listings_where(
+        &self,
+        cwd: Option<&Path>,
+        origin: Option<OriginFilter>,
+    ) -> Result<Vec<SessionListing>, PersistenceError> {
+        let cwd = cwd.map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
+        match self {
+            Self::Postgres(store) => {
+                let origin = origin.map(|o| match o {
+                    OriginFilter::Top => "",
+                    OriginFilter::Subagent => "subagent",
+                });
+                let cwd = cwd.as_ref().map(|dir| dir.to_string_lossy().into_owned());
+                store.listings_where(cwd.as_deref(), origin).await
+            }
+            Self::Jsonl(store) => {
+                let mut listings = store.listings().await?;
+                listings.retain(|l| {
+                    let subagent = l.header.origin == Some(SessionOrigin::Subagent);
+                    let origin_ok = match origin {
+                        None => true,
+                        Some(OriginFilter::Top) => !subagent,
+                        Some(OriginFilter::Subagent) => subagent,
+                    };
+                    let cwd_ok = cwd.as_deref().is_none_or(|want| {
+                        l.header
+                            .cwd
+                            .as_deref()
+                            .is_some_and(|dir| crate::same_dir(dir, want))
+                    });
+                    origin_ok && cwd_ok
+                });
+                Ok(listings)
+            }
         }
     }
 

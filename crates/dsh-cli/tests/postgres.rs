@@ -278,3 +278,55 @@ fn an_unreachable_database_fails_the_run_before_the_provider_is_asked() {
     assert!(!err.contains("pw-secret"), "{err}");
     assert!(w.server.requests().is_empty());
 }
+
+/// `sessions list --cwd/--origin` on either store (`url`: PostgreSQL, else the files).
+fn list_filters_select_by_directory_and_origin(w: &World, url: Option<&str>) {
+    let with_store = |mut cmd: std::process::Command| {
+        if let Some(url) = url {
+            cmd.env("DSH_STORE_URL", url);
+        }
+        cmd
+    };
+    let other = w.cwd.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let mut ids = Vec::new();
+    for dir in [w.cwd.path(), other.as_path()] {
+        w.server.push(MockResponse::text("ok"));
+        let out = with_store(w.dsh(&[
+            "--cwd",
+            dir.to_str().unwrap(),
+            "run",
+            "--output-format",
+            "stream-json",
+            "hello",
+        ]))
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(session_id_of(&json_lines(&out)));
+    }
+    let list = |args: &[&str]| {
+        let mut all = vec!["sessions", "list"];
+        all.extend_from_slice(args);
+        let out = with_store(w.bare(&all)).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let here = list(&["--cwd", other.to_str().unwrap()]);
+    assert!(here.contains(&ids[1]) && !here.contains(&ids[0]), "{here}");
+    let top = list(&["--origin", "top"]);
+    assert!(top.contains(&ids[0]) && top.contains(&ids[1]), "{top}");
+    let subagents = list(&["--origin", "subagent"]);
+    assert!(subagents.starts_with("no sessions in"), "{subagents}");
+}
+
+#[test]
+fn list_filters_by_directory_and_origin_on_postgres() {
+    let (w, url) = pg_world();
+    list_filters_select_by_directory_and_origin(&w, Some(&url));
+}
+
+#[test]
+fn list_filters_by_directory_and_origin_on_jsonl_files() {
+    list_filters_select_by_directory_and_origin(&World::new(), None);
+}

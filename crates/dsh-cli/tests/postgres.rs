@@ -230,7 +230,18 @@ fn the_store_url_and_password_never_reach_commands_or_dshs_environment() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let result = serde_json::to_string(w.server.requests()[1].messages()).unwrap();
     assert!(result.contains("probe reached dsh"), "{result}");
-    for text in [result, stdout(&out), stderr(&out)] {
+    let shown = w
+        .bare(&["config", "show"])
+        .env("DSH_STORE_URL", &with_password)
+        .env("DB_PASS_VAR", "planted-db-password")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&shown).contains("# sessions: PostgreSQL postgres@127.0.0.1:"),
+        "{}",
+        stdout(&shown)
+    );
+    for text in [result, stdout(&out), stderr(&out), stdout(&shown)] {
         assert!(!text.contains("planted"), "{text}");
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! Every front end of the binary (`dsh run`, the interactive chat, `dsh acp`) starts from
 //! [`compose`], so they agree on what an agent is: the core services (`mount_core`), the
-//! selected provider's adapter, the local shell executor, the builtin tools, subagents, JSONL
-//! persistence under `$DSH_HOME/sessions`, the persona and, per agent, its workspace's
-//! `AGENTS.md`.
+//! selected provider's adapter, the local shell executor, the builtin tools, subagents, session
+//! persistence (JSONL under `$DSH_HOME/sessions`, or PostgreSQL: `store`), the persona and, per
+//! agent, its workspace's `AGENTS.md`.
 //! [`Composed::shutdown`] unwinds it in the order durability needs.
 
 use std::path::{Path, PathBuf};

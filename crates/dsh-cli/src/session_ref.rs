@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::bail;
-use dsh_session::{SessionId, SessionOrigin};
+use dsh_session::SessionId;
 
 use crate::store::Store;
 
@@ -53,19 +53,12 @@ fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
 }
 
 /// The most recently active top-level session started in `cwd` (subagent sessions, which a
-/// person did not start, are skipped).
+/// person did not start, are skipped). The store filters (the database, for PostgreSQL).
 pub async fn newest_in(store: &Store, cwd: &Path) -> anyhow::Result<SessionId> {
-    let listings = store.listings().await?;
-    let newest = listings
-        .iter()
-        .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
-        .filter(|l| {
-            l.header
-                .cwd
-                .as_deref()
-                .is_some_and(|dir| crate::same_dir(dir, cwd))
-        })
-        .max_by_key(|l| l.last_activity);
+    let listings = store
+        .listings_where(Some(cwd), Some(crate::cli::OriginFilter::Top))
+        .await?;
+    let newest = listings.iter().max_by_key(|l| l.last_activity);
     match newest {
         Some(l) => Ok(l.header.id.clone()),
         None => bail!(

@@ -107,10 +107,11 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
-fn wait_for(lines: &mpsc::Receiver<String>, needle: &str) {
+/// The first line holding `needle`.
+fn wait_for(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     loop {
         match lines.recv_timeout(WAIT) {
-            Ok(line) if line.contains(needle) => return,
+            Ok(line) if line.contains(needle) => return line,
             Ok(_) => {}
             Err(e) => panic!("the follower never printed `{needle}`: {e}"),
         }
@@ -340,4 +341,42 @@ fn list_filters_by_directory_and_origin_on_postgres() {
 #[test]
 fn list_filters_by_directory_and_origin_on_jsonl_files() {
     list_filters_select_by_directory_and_origin(&World::new(), None);
+}
+
+#[test]
+fn a_second_dsh_resuming_a_session_live_in_another_gets_the_writer_error() {
+    let (w, url) = pg_world();
+    let release = w.cwd.path().join("release");
+    // The first run's tool call holds its session live until the test releases it.
+    let hold = format!(
+        "timeout 60 sh -c 'while [ ! -e {} ]; do sleep 0.05; done'",
+        release.display()
+    );
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash(&hold)))
+        .push(MockResponse::text("released"));
+    let mut first = w
+        .dsh(&["run", "--output-format", "stream-json", "hold it"])
+        .env("DSH_STORE_URL", &url)
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut first);
+    let call: serde_json::Value = serde_json::from_str(&wait_for(&lines, "\"tool/call\"")).unwrap();
+    let id = call["sessionId"].as_str().unwrap().to_owned();
+
+    let second = w
+        .dsh(&["run", "--resume", &id, "me too"])
+        .env("DSH_STORE_URL", &url)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{}", stdout(&second));
+    assert!(
+        stderr(&second).contains("in use by another writer"),
+        "{}",
+        stderr(&second)
+    );
+
+    std::fs::write(&release, "").unwrap();
+    wait_for(&lines, "released");
+    assert_eq!(first.wait().unwrap().code(), Some(0));
 }

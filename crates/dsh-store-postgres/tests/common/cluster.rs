@@ -113,9 +113,10 @@ pub fn start() -> Cluster {
         .unwrap()
         .port();
     // The server's own durability is not under test (clients are killed, not the server), so
-    // fsync is off to spare the shared machine's disk.
+    // fsync is off to spare the shared machine's disk; `DSH_PG_TEST_FSYNC=on` turns it on (for
+    // benchmark figures comparable with the JSONL store's fdatasync).
     let script = r#"
-        "$1" -D "$2" -k "$3" -p "$4" -h 127.0.0.1 -c fsync=off -c max_connections=200 \
+        "$1" -D "$2" -k "$3" -p "$4" -h 127.0.0.1 -c fsync="$6" -c max_connections=200 \
             >"$3/server.log" 2>&1 &
         pid=$!
         read _ || true
@@ -130,6 +131,7 @@ pub fn start() -> Cluster {
         .arg(&dir)
         .arg(port.to_string())
         .arg(bin("pg_ctl"))
+        .arg(std::env::var("DSH_PG_TEST_FSYNC").unwrap_or_else(|_| "off".to_owned()))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

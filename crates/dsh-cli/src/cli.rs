@@ -184,8 +184,12 @@ pub enum SessionsCommand {
     /// byte for byte; prints each imported id.
     Import {
         /// Session files, or ids (unique prefixes will do) of sessions under $DSH_HOME/sessions.
-        #[arg(required = true, value_name = "FILE_OR_ID")]
+        #[arg(required_unless_present = "all", value_name = "FILE_OR_ID")]
         sources: Vec<String>,
+        /// Every session under $DSH_HOME/sessions; those already in the database are skipped,
+        /// and one that fails does not stop the others.
+        #[arg(long, conflicts_with = "sources")]
+        all: bool,
     },
     /// Copy a session from the PostgreSQL store into a JSONL session file, byte for byte:
     /// by default to where the JSONL store keeps it under $DSH_HOME/sessions; prints the path.

@@ -172,7 +172,11 @@ pub fn main(
             C::Show { id, follow: true } => crate::follow::follow(&store, id)
                 .await
                 .map(|()| String::new()),
-            C::Import { sources } => crate::transfer::import(&store, &settings, sources).await,
+            C::Import {
+                sources,
+                all: false,
+            } => crate::transfer::import(&store, &settings, sources).await,
+            C::Import { all: true, .. } => crate::transfer::import_all(&store, &settings).await,
             C::Export { id, out } => {
                 crate::transfer::export(&store, &settings, id, out.as_deref()).await
             }

@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow};
-use dsh_session::SessionHeader;
 use dsh_session::persistence::SessionLocation;
+use dsh_session::{Persistence as _, PersistenceError, SessionHeader};
 use dsh_store_jsonl::JsonlStore;
 
 use crate::config::Settings;
@@ -38,6 +38,51 @@ pub async fn import(
             .await
             .with_context(|| format!("cannot import {}", path.display()))?;
         let _ = writeln!(out, "{} imported from {}", header.id, path.display());
+    }
+    Ok(out)
+}
+
+/// `import --all`: every session under `$DSH_HOME/sessions`, oldest activity first. Sessions
+/// already in the database are skipped; a failure is reported and the rest go on, and the
+/// command fails at the end if any did.
+pub async fn import_all(store: &Store, settings: &Settings) -> anyhow::Result<String> {
+    let postgres = store.postgres("dsh sessions import")?;
+    let files = JsonlStore::new(settings.sessions_root());
+    let mut listings = files
+        .listings()
+        .await
+        .with_context(|| format!("cannot list the sessions under {}", files.root().display()))?;
+    listings.reverse();
+    let (mut out, mut failed) = (String::new(), 0);
+    for listing in listings {
+        let id = listing.header.id;
+        let outcome = match files.locate(&id).await {
+            Ok(SessionLocation::File(path)) => match std::fs::read(&path) {
+                Ok(bytes) => postgres.import_jsonl(&bytes).await.map(|_| ()),
+                Err(e) => Err(PersistenceError::Io {
+                    context: format!("cannot read {}", path.display()),
+                    source: e,
+                }),
+            },
+            Ok(_) => continue,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(()) => {
+                let _ = writeln!(out, "{id} imported");
+            }
+            Err(PersistenceError::AlreadyExists { .. }) => {
+                let _ = writeln!(out, "{id} skipped: already in the database");
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("dsh: {id} not imported: {:#}", anyhow::Error::new(e));
+            }
+        }
+    }
+    if failed > 0 {
+        crate::print_out(&out);
+        anyhow::bail!("{failed} sessions could not be imported (see above)");
     }
     Ok(out)
 }

@@ -380,3 +380,27 @@ fn a_second_dsh_resuming_a_session_live_in_another_gets_the_writer_error() {
     wait_for(&lines, "released");
     assert_eq!(first.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn import_all_moves_every_file_session_once_and_skips_those_already_stored() {
+    let (w, url) = pg_world();
+    let mut ids = Vec::new();
+    for prompt in ["first", "second"] {
+        w.server.push(MockResponse::text("ok"));
+        let out = w.output(&["run", "--output-format", "stream-json", prompt]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(session_id_of(&json_lines(&out)));
+    }
+    let one = sessions(&w, &url, &["import", &ids[0]]);
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    let all = sessions(&w, &url, &["import", "--all"]);
+    assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
+    let text = stdout(&all);
+    assert!(
+        text.contains(&format!("{} skipped: already in the database", ids[0])),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{} imported", ids[1])), "{text}");
+    let list = stdout(&sessions(&w, &url, &["list"]));
+    assert!(list.contains(&ids[0]) && list.contains(&ids[1]), "{list}");
+}

@@ -31,20 +31,33 @@ pub(super) struct FileStore {
     password_env: Option<toml::Spanned<String>>,
 }
 
-/// Which session store dsh uses.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Which session store dsh uses. Its `Debug` never shows the url (it may hold a password).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub enum StoreSettings {
     /// JSONL files under `$DSH_HOME/sessions`.
     #[default]
     Jsonl,
     /// A PostgreSQL database.
     Postgres {
-        /// The connection url (from the file, or `DSH_STORE_URL`). Its `Debug` is the only
-        /// place it could be printed whole; nothing prints it (`config show` redacts).
+        /// The connection url (from the file, or `DSH_STORE_URL`).
         url: Sourced<String>,
         /// The variable holding the password, if one is needed.
         password_env: Option<String>,
     },
+}
+
+impl std::fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Jsonl => f.write_str("Jsonl"),
+            Self::Postgres { url, password_env } => f
+                .debug_struct("Postgres")
+                .field("url", &"<redacted>")
+                .field("url_source", &url.source)
+                .field("password_env", password_env)
+                .finish(),
+        }
+    }
 }
 
 impl StoreSettings {
@@ -236,6 +249,13 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(empty.contains("/h/config.toml:4:16"), "{empty}");
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_store_url() {
+        let settings = settings("", &[(STORE_URL_ENV, "postgres://u:pw-secret@h/d")]).unwrap();
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("pw-secret"), "{shown}");
     }
 
     #[test]

@@ -152,6 +152,36 @@ fn show_follow_streams_the_events_another_process_commits() {
 }
 
 #[test]
+fn show_follow_reconnects_after_a_server_restart_and_goes_on() {
+    // A cluster of its own: the restart must not disturb the other tests.
+    let own = cluster::start();
+    let (db, _) = block_on(cluster::fresh_db_on(&own));
+    let url = own.url(&db);
+    let w = World::new();
+    w.server.push(MockResponse::text("Before the restart."));
+    let id = run(&w, &url, &[], "first prompt");
+    let mut follower = w
+        .bare(&["sessions", "show", "--follow", &id])
+        .env("DSH_STORE_URL", &url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut follower);
+    wait_for(&lines, "Before the restart.");
+    own.restart();
+    w.server.push(MockResponse::text("After the restart."));
+    run(&w, &url, &["--resume", &id], "second prompt");
+    wait_for(&lines, "After the restart.");
+    follower.kill().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reconnecting"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn show_follow_on_the_jsonl_store_says_it_needs_postgres() {
     let w = World::new();
     let out = w

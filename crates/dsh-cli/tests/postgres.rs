@@ -107,6 +107,18 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
+/// `dsh sessions show --follow ID` running, and its stdout's lines.
+fn follow(w: &World, url: &str, id: &str) -> (Child, mpsc::Receiver<String>) {
+    let mut follower = w
+        .bare(&["sessions", "show", "--follow", id])
+        .env("DSH_STORE_URL", url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut follower);
+    (follower, lines)
+}
+
 /// The first line holding `needle`.
 fn wait_for(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     loop {
@@ -124,13 +136,7 @@ fn show_follow_streams_the_events_another_process_commits() {
     w.server
         .push(MockResponse::text("Answer before following."));
     let id = run(&w, &url, &[], "first prompt");
-    let mut follower = w
-        .bare(&["sessions", "show", "--follow", &id])
-        .env("DSH_STORE_URL", &url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = lines_of(&mut follower);
+    let (mut follower, lines) = follow(&w, &url, &id);
     wait_for(&lines, "Answer before following.");
     // Another process appends a turn with a tool call while the follower runs.
     w.server
@@ -160,13 +166,7 @@ fn show_follow_reconnects_after_a_server_restart_and_goes_on() {
     let w = World::new();
     w.server.push(MockResponse::text("Before the restart."));
     let id = run(&w, &url, &[], "first prompt");
-    let mut follower = w
-        .bare(&["sessions", "show", "--follow", &id])
-        .env("DSH_STORE_URL", &url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = lines_of(&mut follower);
+    let (mut follower, lines) = follow(&w, &url, &id);
     wait_for(&lines, "Before the restart.");
     own.restart();
     w.server.push(MockResponse::text("After the restart."));

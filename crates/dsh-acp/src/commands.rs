@@ -3,8 +3,10 @@
 //!
 //! A prompt is a command when its first word is `/name` for a command listed here; the rest
 //! of the text is its argument. Its answer streams as an agent message and the prompt ends
-//! `end_turn`. Adding a command is one entry in [`COMMANDS`] (a `/compact` runs the
-//! compaction API the same way `/model` runs the model choice).
+//! `end_turn`. Adding a command is one entry in [`COMMANDS`]: a [`Runner::Now`] answers
+//! inside the dispatch loop (`/mode`, `/model`); a [`Runner::Later`] waits on a service
+//! (`/compact` makes a model call) and runs as the prompt's own work, holding the session's
+//! prompt slot so no turn starts underneath it and `session/cancel` reaches it.
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{
@@ -12,10 +14,38 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate, UnstructuredCommandInput,
 };
 
+use std::sync::Arc;
+
+use dsh_compaction::Compaction;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
 use crate::bridge::Bridge;
 use crate::models;
 use crate::modes::Mode;
 use crate::record::SessionRecord;
+
+/// A command's body that waits: it gets the session, its argument and the cancellation the
+/// client's `session/cancel` fires.
+type LaterFn =
+    fn(&Bridge, Arc<SessionRecord>, String, CancellationToken) -> BoxFuture<'static, Answer>;
+
+/// How a command runs.
+enum Runner {
+    /// Answers at once, inside the dispatch loop.
+    Now(fn(&Bridge, &SessionRecord, &str) -> Result<String, Error>),
+    /// Waits on a service, outside the dispatch loop.
+    Later(LaterFn),
+}
+
+/// What a command that waited produced.
+pub(crate) enum Answer {
+    /// Text for the thread.
+    Text(String),
+    /// The client cancelled; nothing changed.
+    Cancelled,
+}
 
 /// One slash command.
 struct SlashCommand {
@@ -23,7 +53,7 @@ struct SlashCommand {
     description: &'static str,
     /// What to type after the name, shown by the editor.
     hint: &'static str,
-    run: fn(&Bridge, &SessionRecord, &str) -> Result<String, Error>,
+    run: Runner,
 }
 
 const COMMANDS: &[SlashCommand] = &[
@@ -31,13 +61,19 @@ const COMMANDS: &[SlashCommand] = &[
         name: "mode",
         description: "Show or switch the session mode (default, auto, read-only)",
         hint: "default | auto | read-only",
-        run: mode,
+        run: Runner::Now(mode),
     },
     SlashCommand {
         name: "model",
         description: "Show or switch the model of this session",
         hint: "model id",
-        run: model,
+        run: Runner::Now(model),
+    },
+    SlashCommand {
+        name: "compact",
+        description: "Summarize older history now to free context (optionally with a focus)",
+        hint: "what the summary should keep (optional)",
+        run: Runner::Later(compact),
     },
 ];
 
@@ -71,6 +107,34 @@ fn model(bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, 
     Ok(format!("model: {args} (from the next request on)"))
 }
 
+fn compact(
+    bridge: &Bridge,
+    record: Arc<SessionRecord>,
+    focus: String,
+    cancel: CancellationToken,
+) -> BoxFuture<'static, Answer> {
+    let service = bridge.ctx.get::<Compaction>();
+    async move {
+        let Some(service) = service else {
+            return Answer::Text("Error: compaction is not available in this session".into());
+        };
+        let focus = (!focus.is_empty()).then_some(focus.as_str());
+        let outcome = service.compact_now(record.agent(), focus, &cancel).await;
+        if cancel.is_cancelled() {
+            return Answer::Cancelled;
+        }
+        Answer::Text(match outcome {
+            Ok(o) if o.summarized => format!(
+                "Compacted: about {} → {} tokens of context.",
+                o.tokens_before, o.tokens_after
+            ),
+            Ok(_) => "Nothing to summarize yet: the history is all recent.".to_owned(),
+            Err(e) => format!("Not compacted: {e}"),
+        })
+    }
+    .boxed()
+}
+
 /// The `available_commands_update` sent after `session/new` and `session/load`.
 pub(crate) fn advertised() -> SessionUpdate {
     let commands = COMMANDS
@@ -94,13 +158,28 @@ fn parse(prompt: &str) -> Option<(&'static SlashCommand, &str)> {
     Some((command, args.trim()))
 }
 
-/// Runs the command `prompt` names, if it names one: its answer text, or the error (a bad
-/// argument) as text the person reads in the thread.
-pub(crate) fn run(bridge: &Bridge, record: &SessionRecord, prompt: &str) -> Option<String> {
+/// What running a command gives the prompt handler.
+pub(crate) enum Started {
+    /// The answer text (or a bad argument's error, as text the person reads in the thread).
+    Now(String),
+    /// A body to run as the prompt's work, with the cancellation it obeys.
+    Later(BoxFuture<'static, Answer>),
+}
+
+/// Runs the command `prompt` names, if it names one. A waiting command gets `cancel`.
+pub(crate) fn run(
+    bridge: &Bridge,
+    record: &Arc<SessionRecord>,
+    prompt: &str,
+    cancel: CancellationToken,
+) -> Option<Started> {
     let (command, args) = parse(prompt)?;
-    Some(match (command.run)(bridge, record, args) {
-        Ok(text) => text,
-        Err(error) => format!("Error: {}", error.message),
+    Some(match &command.run {
+        Runner::Now(run) => Started::Now(match run(bridge, record, args) {
+            Ok(text) => text,
+            Err(error) => format!("Error: {}", error.message),
+        }),
+        Runner::Later(run) => Started::Later(run(bridge, record.clone(), args.to_owned(), cancel)),
     })
 }
 

@@ -93,7 +93,13 @@ pub(crate) async fn new_session(
     let servers = crate::mcp::configs(&request.mcp_servers)?;
     let id = SessionId::generate();
     let mode = Mode::initial(bridge.options.approval);
-    let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
+    let state = SessionState::new(
+        id.clone(),
+        conn,
+        bridge.tools.clone(),
+        mode,
+        bridge.options.catalog.clone(),
+    );
     let handle = bridge
         .registry
         .create(

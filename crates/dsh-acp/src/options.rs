@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use dsh_agent::{AgentOptions, Setup};
+use dsh_llm::ModelCatalog;
 
 /// Builds one extra composition step for every agent the bridge creates or resumes (for
 /// example the CLI's per-workspace `AGENTS.md` section). It is called once per agent and the
@@ -49,6 +50,9 @@ pub struct AcpOptions {
     /// pass on, so secrets dsh moved out of its environment at start-up (and every configured
     /// key variable) must be named here to be kept from the command.
     pub terminal_unset: Vec<String>,
+    /// Model facts whose prices put the session's running cost on every `usage_update`;
+    /// `None` leaves the cost out.
+    pub catalog: Option<ModelCatalog>,
     /// The implementation name reported by `initialize`.
     pub agent_name: String,
     /// The implementation version reported by `initialize`.
@@ -65,6 +69,7 @@ impl Default for AcpOptions {
             editor_files: true,
             editor_terminals: true,
             terminal_unset: Vec::new(),
+            catalog: None,
             agent_name: "dsh".to_owned(),
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         }
@@ -106,6 +111,7 @@ impl fmt::Debug for AcpOptions {
             .field("agent_setup", &self.agent_setup.is_some())
             .field("editor_files", &self.editor_files)
             .field("editor_terminals", &self.editor_terminals)
+            .field("catalog", &self.catalog.is_some())
             .field("agent_name", &self.agent_name)
             .field("agent_version", &self.agent_version)
             .finish()

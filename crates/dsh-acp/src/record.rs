@@ -15,6 +15,7 @@ use agent_client_protocol::v1::schema::{
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
 use dsh_kernel::{BoxError, Context, ScopeTag};
+use dsh_llm::ModelCatalog;
 use dsh_session::{EventKind, SessionEventFired, SessionId};
 use dsh_tools::{ToolRuntime, ToolsExecute};
 use futures::FutureExt;
@@ -67,16 +68,24 @@ struct Bound {
 }
 
 impl SessionState {
-    /// The state of session `id`, delivering through `conn`.
+    /// The state of session `id`, delivering through `conn` (usage updates priced from
+    /// `catalog` when given).
     pub(crate) fn new(
         id: SessionId,
         conn: ConnectionTo<Client>,
         tools: Arc<ToolRuntime>,
         mode: Mode,
+        catalog: Option<ModelCatalog>,
     ) -> Arc<SessionState> {
         let terminals = Arc::new(TerminalCards::default());
         Arc::new(SessionState {
-            updates: UpdateQueue::start(id.clone(), conn.clone(), tools.clone(), terminals.clone()),
+            updates: UpdateQueue::start(
+                id.clone(),
+                conn.clone(),
+                tools.clone(),
+                terminals.clone(),
+                catalog,
+            ),
             terminals,
             id,
             conn,

@@ -83,7 +83,13 @@ async fn resume(
     drop(stored);
     let servers = crate::mcp::configs(&request.mcp_servers)?;
     let mode = Mode::initial(bridge.options.approval);
-    let state = SessionState::new(id.clone(), conn, bridge.tools.clone(), mode);
+    let state = SessionState::new(
+        id.clone(),
+        conn,
+        bridge.tools.clone(),
+        mode,
+        bridge.options.catalog.clone(),
+    );
     let mut options = ResumeAgentOptions::new(id.clone());
     options.agent_options = bridge.options.agent_options.clone();
     options.setup = Some(crate::mcp::with_servers(

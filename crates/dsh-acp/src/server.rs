@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Error, JsonRpcResponse};
 use dsh_kernel::Context;
-use dsh_session::SessionId;
+use dsh_session::{MessageId, SessionId};
 use futures::FutureExt;
 
 use crate::bridge::Bridge;
@@ -29,7 +29,7 @@ use crate::errors::{AcpError, invalid, is_client_error, unknown_session};
 use crate::hangup::Hangup;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
-use crate::settle::settle;
+use crate::settle::{Inflight, settle};
 use crate::{commands, frames, list, models, open, prompt, replay, teardown};
 
 /// Runs the ACP agent side of one connection until the client closes its end, then tears every
@@ -337,19 +337,56 @@ fn connection(
 fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
     if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
         && let Ok(text) = prompt::render(&request.prompt)
-        && let Some(out) = commands::run(bridge, &record, &text)
     {
-        // A slash command: no model request; its answer streams like a reply.
-        record
-            .state
-            .updates
-            .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                ContentBlock::from(out),
-            )));
-        return answer(bridge, responder, async move {
-            record.state.updates.drained().await;
-            Ok(PromptResponse::new(StopReason::EndTurn))
-        });
+        // A waiting command holds the prompt slot under its own (never queued) message id.
+        let slot = Inflight::new(MessageId::generate());
+        match commands::run(bridge, &record, &text, slot.cancel_token()) {
+            None => {}
+            Some(commands::Started::Now(out)) => {
+                // A slash command: no model request; its answer streams like a reply.
+                record
+                    .state
+                    .updates
+                    .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                        ContentBlock::from(out),
+                    )));
+                return answer(bridge, responder, async move {
+                    record.state.updates.drained().await;
+                    Ok(PromptResponse::new(StopReason::EndTurn))
+                });
+            }
+            Some(commands::Started::Later(work)) => {
+                if let Err(e) = record.state.reserve_slot(&slot) {
+                    return reply(responder, Err(e));
+                }
+                let cancellation = responder.cancellation();
+                return answer(bridge, responder, async move {
+                    tokio::pin!(work);
+                    let done = tokio::select! {
+                        done = &mut work => done,
+                        () = cancellation.cancelled() => {
+                            slot.request_cancel();
+                            work.await
+                        }
+                    };
+                    let stop = match done {
+                        commands::Answer::Cancelled => StopReason::Cancelled,
+                        commands::Answer::Text(out) => {
+                            record
+                                .state
+                                .updates
+                                .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                                    ContentBlock::from(out),
+                                )));
+                            StopReason::EndTurn
+                        }
+                    };
+                    record.state.updates.drained().await;
+                    record.state.release_slot(&slot);
+                    Ok(PromptResponse::new(stop))
+                });
+            }
+        }
     }
     let admitted = match prompt::admit(bridge, request) {
         Ok(admitted) => admitted,

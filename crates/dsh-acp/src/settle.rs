@@ -83,6 +83,12 @@ impl Inflight {
         self.cancel.cancel();
     }
 
+    /// The token [`Inflight::request_cancel`] fires, for work that is not an agent turn (a
+    /// waiting slash command).
+    pub(crate) fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     fn claimed_turn(&self) -> Option<u64> {
         self.progress.lock().turn
     }

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock as AcpBlock, ContentChunk, Diff, SessionUpdate, ToolCall as AcpToolCall,
+    ContentBlock as AcpBlock, ContentChunk, Cost, Diff, SessionUpdate, ToolCall as AcpToolCall,
     ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind as AcpKind, UsageUpdate,
 };
+use dsh_compaction::usage_report;
 use dsh_kernel::ScopeTag;
+use dsh_llm::ModelCatalog;
 use dsh_session::{
     AssistantMessage, CallId, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
     SurfaceOp, ToolCall, ToolResult,
@@ -48,6 +50,11 @@ pub(crate) struct Translator {
     context_window: Option<u64>,
     /// Calls that ran in an editor terminal (live only; a replay shows their text).
     terminals: Option<Arc<TerminalCards>>,
+    /// Prices of the models the session bills, when the front end knows them.
+    catalog: Option<ModelCatalog>,
+    /// What the session has cost so far in US dollars: every usage report seen, each at its
+    /// own model's price; `None` once any report's price is unknown (a partial sum misleads).
+    spent: Option<f64>,
 }
 
 fn text_block(text: impl Into<String>) -> AcpBlock {
@@ -122,7 +129,16 @@ impl Translator {
             calls: HashMap::new(),
             context_window: None,
             terminals: None,
+            catalog: None,
+            spent: Some(0.0),
         }
+    }
+
+    /// The same translator, adding the session's running cost (priced from `catalog`) to
+    /// every usage update.
+    pub(crate) fn with_prices(mut self, catalog: Option<ModelCatalog>) -> Self {
+        self.catalog = catalog;
+        self
     }
 
     /// The same translator, showing the editor terminal a call ran in on its result card.
@@ -144,6 +160,7 @@ impl Translator {
         let mut t = Translator::new(self.tools.clone());
         t.bind(self.tag.clone(), self.cwd.clone());
         t.context_window = self.context_window;
+        t.catalog = self.catalog.clone();
         t
     }
 
@@ -161,6 +178,10 @@ impl Translator {
 
     /// The updates one event produces, in order (usually zero or one).
     pub(crate) fn translate(&mut self, event: &SessionEvent, source: Source) -> Vec<SessionUpdate> {
+        if let Some((model, usage)) = usage_report(event) {
+            let price = self.catalog.as_ref().and_then(|c| c.facts(&model).price);
+            self.spent = self.spent.zip(price).map(|(s, p)| s + p.cost(&usage));
+        }
         match &event.kind {
             EventKind::RequestContext(c) => {
                 self.context_window = c.context_window;
@@ -236,9 +257,11 @@ impl Translator {
                     "outputTokens": usage.output_tokens,
                 }),
             );
-            out.push(SessionUpdate::UsageUpdate(
-                UsageUpdate::new(used, size).meta(meta),
-            ));
+            let mut update = UsageUpdate::new(used, size).meta(meta);
+            if let Some(spent) = self.spent.filter(|_| self.catalog.is_some()) {
+                update = update.cost(Cost::new(spent, "USD"));
+            }
+            out.push(SessionUpdate::UsageUpdate(update));
         }
         out
     }

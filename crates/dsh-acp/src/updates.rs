@@ -14,6 +14,7 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{SessionNotification, SessionUpdate};
 use dsh_kernel::ScopeTag;
+use dsh_llm::ModelCatalog;
 use dsh_session::{SessionEvent, SessionId};
 use dsh_tools::ToolRuntime;
 use tokio::sync::{mpsc, oneshot};
@@ -44,9 +45,12 @@ impl UpdateQueue {
         conn: ConnectionTo<Client>,
         tools: Arc<ToolRuntime>,
         terminals: Arc<TerminalCards>,
+        catalog: Option<ModelCatalog>,
     ) -> UpdateQueue {
         let (tx, rx) = mpsc::unbounded_channel();
-        let translator = Translator::new(tools).with_terminals(terminals);
+        let translator = Translator::new(tools)
+            .with_terminals(terminals)
+            .with_prices(catalog);
         tokio::spawn(deliver(id, conn, translator, rx));
         UpdateQueue { tx }
     }

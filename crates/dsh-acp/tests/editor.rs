@@ -365,7 +365,7 @@ async fn slash_commands_are_advertised_and_run_without_a_model_request() {
         .iter()
         .map(|c| c.name.as_str())
         .collect();
-    assert_eq!(names, ["mode", "model"]);
+    assert_eq!(names, ["mode", "model", "compact"]);
     assert_eq!(
         conn.prompt_now(&id, "/mode read-only").await.unwrap(),
         StopReason::EndTurn
@@ -431,5 +431,47 @@ async fn a_confining_sandbox_keeps_bash_out_of_the_editors_terminals() {
         "no terminal was created: {:?}",
         conn.editor.steps()
     );
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn compact_over_acp_summarizes_through_the_provider_and_usage_carries_the_cost() {
+    let Some(bin) = binary() else { return };
+    let server = MockServer::start();
+    server
+        .push(MockResponse::text("noted"))
+        .push(MockResponse::text("ok"))
+        .push(MockResponse::text("S"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    let id = conn.session().await;
+    let long = format!("remember: {}", "1234567890 ".repeat(300));
+    for prompt in [long.as_str(), "thanks", "/compact the numbers"] {
+        let stop = tokio::time::timeout(Duration::from_secs(60), conn.prompt_now(&id, prompt))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stop, StopReason::EndTurn, "{prompt:.20}");
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "two turns and one summary call");
+    let summary = requests[2].body.to_string();
+    assert!(summary.contains("the numbers"), "the focus is sent");
+    let updates = conn.received();
+    assert!(
+        agent_text(&updates).contains("Compacted: about"),
+        "{}",
+        agent_text(&updates)
+    );
+    // The built-in DeepSeek prices make every usage update carry the running cost.
+    let costs: Vec<f64> = updates
+        .iter()
+        .filter_map(|n| match &n.update {
+            SessionUpdate::UsageUpdate(u) => Some(u.cost.as_ref().unwrap().amount),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(costs.len(), 2);
+    assert!(costs[0] > 0.0 && costs[1] > costs[0], "{costs:?}");
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }

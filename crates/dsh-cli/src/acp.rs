@@ -72,6 +72,8 @@ pub fn main(settings: Settings, auto_approve: bool) -> i32 {
                 .values()
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone())),
         );
+        // Usage updates carry the session's running cost, priced like `dsh run`'s summary.
+        options.catalog = Some(settings.catalog.clone());
         // A signal asks the bridge for its own teardown (every session cancelled with cause
         // `user`, drained, disposed; outstanding prompts answered `cancelled`), bounded by
         // DRAIN. The loop's shutdown then only has the config-declared agents left to stop.

@@ -18,7 +18,7 @@ use dsh_agent::{
     ResumeAgentOptions, Setup,
 };
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
-use dsh_compaction::{Compaction, CompactionConfig, CompactionPlugin};
+use dsh_compaction::{Compaction, CompactionPlugin};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{BoxError, Context, PluginHandle};
 use dsh_llm::catalog::FactsOrigin;
@@ -170,7 +170,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
         .with_context(|| format!("cannot register provider `{}`", settings.provider.value))?;
     // Every front end compacts: long sessions survive the model's window.
     let compaction = ctx
-        .plugin(CompactionPlugin::new(CompactionConfig::default()))
+        .plugin(CompactionPlugin::new(settings.compaction.clone()))
         .await
         .context("cannot mount compaction")?;
     let tools = ctx

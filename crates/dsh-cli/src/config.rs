@@ -13,6 +13,7 @@ use dsh_agent_loop::ConfiguredAgent;
 use dsh_llm::ModelCatalog;
 use serde::Deserialize;
 
+mod compaction;
 mod effort;
 mod empty;
 pub mod guard;
@@ -166,6 +167,8 @@ pub struct Settings {
     pub mcp_servers: Vec<dsh_mcp::ServerConfig>,
     /// `[hooks]`: where command hooks are read from.
     pub hooks: crate::hooks::HookSettings,
+    /// `[compaction]`: when automatic compaction starts and what it keeps.
+    pub compaction: dsh_compaction::CompactionConfig,
     /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
     pub store: store::StoreSettings,
 }
@@ -189,6 +192,8 @@ struct FileConfig {
     mcp_servers: BTreeMap<String, toml::Spanned<mcp::FileMcpServer>>,
     #[serde(default)]
     hooks: crate::hooks::FileHooks,
+    #[serde(default)]
+    compaction: compaction::FileCompaction,
     #[serde(default)]
     store: Option<toml::Spanned<store::FileStore>>,
 }
@@ -502,6 +507,7 @@ impl Settings {
         )?;
         let catalog = models::catalog(&file.models, &config_path, &text)?;
         let guard = guard::resolve(file.sandbox, file.permissions, flags, &config_path, &text)?;
+        let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
         let store = store::resolve(env, file.store, &config_path, &text)?;
         Ok(Self {
             home,
@@ -518,6 +524,7 @@ impl Settings {
             guard,
             mcp_servers,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
+            compaction,
             store,
         })
     }
@@ -673,6 +680,7 @@ impl Settings {
         }
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
+        compaction::render(&mut out, &self.compaction);
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {
             let _ = writeln!(out);
@@ -721,6 +729,20 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 /// The values of a list read with their positions.
 fn unspan(values: Vec<toml::Spanned<String>>) -> Vec<String> {
     values.into_iter().map(toml::Spanned::into_inner).collect()
+}
+
+/// Resolves `config` as the only `config.toml` of a fresh `DSH_HOME`, no flags or other
+/// variables: what the per-table tests of the submodules start from.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn resolve_file_for_test(config: &str) -> anyhow::Result<Settings> {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let dir = home.path().to_str().unwrap().to_owned();
+    Settings::resolve(
+        &move |k| (k == "DSH_HOME").then(|| dir.clone()),
+        &Overrides::default(),
+    )
 }
 
 /// `file:line:column` of the byte `offset` of the file's text.

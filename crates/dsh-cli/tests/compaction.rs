@@ -29,17 +29,12 @@ fn is_summary_request(body: &Value) -> bool {
         .is_some_and(|t| t.contains("write a checkpoint of this conversation"))
 }
 
-#[test]
-fn run_finishes_a_40_step_loop_of_6kb_results_under_a_24k_window() {
-    let w = World::new();
-    std::fs::write(
-        w.home.path().join("config.toml"),
-        format!("[models.\"deepseek-v4-flash\"]\ncontext_window = {WINDOW}\n"),
-    )
-    .unwrap();
-    let steps = Arc::new(AtomicUsize::new(0));
+/// The mock model runs a loop of `steps` ~6 KB `bash` results, then answers "All done.";
+/// returns the step counter and the sizes of requests that were over the window.
+fn serve_loop(w: &World, steps: usize) -> (Arc<AtomicUsize>, Arc<Mutex<Vec<u64>>>) {
+    let counter = Arc::new(AtomicUsize::new(0));
     let over: Arc<Mutex<Vec<u64>>> = Arc::default();
-    let (n, too_big) = (steps.clone(), over.clone());
+    let (n, too_big) = (counter.clone(), over.clone());
     w.server.respond_with(move |request| {
         let size = tokens(&request.body);
         if size > WINDOW {
@@ -60,7 +55,7 @@ fn run_finishes_a_40_step_loop_of_6kb_results_under_a_24k_window() {
                 .finish("stop")
         } else {
             let step = n.fetch_add(1, Ordering::SeqCst);
-            if step < STEPS {
+            if step < steps {
                 let command = format!(
                     "yes 'output line {step} of the compaction test, padded to sixty chars' \
                      | head -n 100"
@@ -74,6 +69,47 @@ fn run_finishes_a_40_step_loop_of_6kb_results_under_a_24k_window() {
         };
         MockResponse::sse(stream.usage_value(usage).done().build())
     });
+    (counter, over)
+}
+
+fn summaries(w: &World, id: &str) -> usize {
+    w.load(id)
+        .iter()
+        .filter(|e| e.type_name() == "compaction/summary")
+        .count()
+}
+
+#[test]
+fn the_compaction_table_moves_the_threshold_of_dsh_run() {
+    let w = World::new();
+    // Eight ~1.6k-token steps reach ~13k tokens: past 30% of the window, short of 80%.
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!(
+            "[models.\"deepseek-v4-flash\"]\ncontext_window = {WINDOW}\n\n\
+             [compaction]\nthreshold = 0.3\nkeep_recent = 0.1\n"
+        ),
+    )
+    .unwrap();
+    let (steps, over) = serve_loop(&w, 8);
+    let out = w.output(&["run", "--output-format", "json", "print", "eight", "times"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(over.lock().is_empty());
+    assert_eq!(steps.load(Ordering::SeqCst), 9);
+    let result = &json_lines(&out)[0];
+    let id = result["sessionId"].as_str().unwrap();
+    assert!(summaries(&w, id) >= 1, "the configured threshold compacted");
+}
+
+#[test]
+fn run_finishes_a_40_step_loop_of_6kb_results_under_a_24k_window() {
+    let w = World::new();
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!("[models.\"deepseek-v4-flash\"]\ncontext_window = {WINDOW}\n"),
+    )
+    .unwrap();
+    let (steps, over) = serve_loop(&w, STEPS);
 
     let out = w.output(&["run", "--output-format", "json", "print", "forty", "times"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -102,12 +138,8 @@ fn run_finishes_a_40_step_loop_of_6kb_results_under_a_24k_window() {
     assert!(result["durationMs"].is_u64());
     // The loop really outgrew the window: compactions are in the log.
     let id = result["sessionId"].as_str().unwrap();
-    let events = w.load(id);
-    let compactions = events
-        .iter()
-        .filter(|e| e.type_name() == "compaction/summary")
-        .count();
+    let compactions = summaries(&w, id);
     assert!(compactions >= 2, "{compactions} compactions");
-    dsh_session::check_balanced(&events).unwrap();
+    dsh_session::check_balanced(&w.load(id)).unwrap();
     assert_eq!(steps.load(Ordering::SeqCst), STEPS + 1);
 }

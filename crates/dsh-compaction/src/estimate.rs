@@ -196,31 +196,34 @@ impl SessionUsage {
 /// Every usage report in `events` from `from_seq` on, with the model that produced it:
 /// conversation answers and compaction summaries.
 pub fn usage_reports(events: &[Arc<SessionEvent>], from_seq: u64) -> Vec<(String, TokenUsage)> {
-    let mut out = Vec::new();
-    for e in events.iter().filter(|e| e.seq >= from_seq) {
-        match &e.kind {
-            EventKind::AssistantMessage(a) => {
-                if let (Some(u), MessageSource::Model { model, .. }) = (&a.usage, &a.message.source)
-                {
-                    out.push((model.clone(), u.clone()));
-                }
-            }
-            EventKind::Other { type_name, data } if type_name == crate::events::SUMMARY => {
-                let usage = data
-                    .get("usage")
-                    .and_then(|u| serde_json::from_value::<TokenUsage>(u.clone()).ok());
-                let model = data
-                    .get("model")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if let Some(u) = usage {
-                    out.push((model.to_owned(), u));
-                }
-            }
-            _ => {}
+    events
+        .iter()
+        .filter(|e| e.seq >= from_seq)
+        .filter_map(|e| usage_report(e))
+        .collect()
+}
+
+/// The model and usage one event reports: an assistant message's own, or a compaction
+/// summary call's (billed like any other request). For front ends that follow a session
+/// event by event and keep a running total.
+pub fn usage_report(event: &SessionEvent) -> Option<(String, TokenUsage)> {
+    match &event.kind {
+        EventKind::AssistantMessage(a) => match (&a.usage, &a.message.source) {
+            (Some(u), MessageSource::Model { model, .. }) => Some((model.clone(), u.clone())),
+            _ => None,
+        },
+        EventKind::Other { type_name, data } if type_name == crate::events::SUMMARY => {
+            let usage = data
+                .get("usage")
+                .and_then(|u| serde_json::from_value::<TokenUsage>(u.clone()).ok())?;
+            let model = data
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Some((model.to_owned(), usage))
         }
+        _ => None,
     }
-    out
 }
 
 /// What the reports of `events` from `from_seq` on cost in US dollars, each priced by its own

@@ -26,7 +26,7 @@ pub mod summarize;
 
 pub use config::CompactionConfig;
 pub use error::CompactionError;
-pub use estimate::{ContextUse, SessionUsage, context_use, cost_usd};
+pub use estimate::{ContextUse, SessionUsage, context_use, cost_usd, usage_report};
 pub use events::Trigger;
 pub use plugin::CompactionPlugin;
 pub use service::{At, Compaction, CompactionOutcome};

@@ -135,16 +135,10 @@ pub(super) fn render(catalog: &ModelCatalog, model: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use crate::config::{Overrides, Settings};
+    use crate::config::Settings;
 
     fn resolve(config: &str) -> anyhow::Result<Settings> {
-        let home = tempfile::tempdir().unwrap();
-        std::fs::write(home.path().join("config.toml"), config).unwrap();
-        let dir = home.path().to_str().unwrap().to_owned();
-        Settings::resolve(
-            &move |k| (k == "DSH_HOME").then(|| dir.clone()),
-            &Overrides::default(),
-        )
+        crate::config::resolve_file_for_test(config)
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn last_turn_end(events: &[Arc<SessionEvent>]) -> Option<TurnEndReason> {
 
 #[tokio::test]
 async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_turn() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -72,7 +72,7 @@ async fn a_prompt_with_a_bash_call_streams_chunks_and_tool_updates_and_ends_end_
 
 #[tokio::test]
 async fn cancel_during_a_held_stream_ends_cancelled_with_a_balanced_log() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let (held, hold) = MockResponse::text("partial answer that never ends").hold_after(3);
     server.push(held);
@@ -103,7 +103,7 @@ async fn cancel_during_a_held_stream_ends_cancelled_with_a_balanced_log() {
 
 #[tokio::test]
 async fn closing_stdin_exits_zero_within_5s_with_every_session_file_balanced() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let (held, _hold) = MockResponse::text("still streaming when the editor quits").hold_after(3);
     server.push(held);

@@ -19,7 +19,7 @@ const EXIT: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn unknown_session_ids_are_resource_not_found_in_load_prompt_and_close() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
@@ -45,7 +45,7 @@ async fn unknown_session_ids_are_resource_not_found_in_load_prompt_and_close() {
 
 #[tokio::test]
 async fn a_session_never_prompted_can_be_loaded_after_a_restart() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let mut first = spawn(&bin, &server).await;
     let id = first.conn().session().await;
@@ -71,7 +71,7 @@ async fn a_session_never_prompted_can_be_loaded_after_a_restart() {
 
 #[tokio::test]
 async fn loading_a_session_live_in_this_connection_replays_its_history() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server.push(MockResponse::text("first answer"));
     let mut child = spawn(&bin, &server).await;
@@ -101,7 +101,7 @@ async fn loading_a_session_live_in_this_connection_replays_its_history() {
 
 #[tokio::test]
 async fn a_tool_call_is_pending_until_permission_is_granted_then_in_progress() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -147,7 +147,7 @@ async fn a_tool_call_is_pending_until_permission_is_granted_then_in_progress() {
 
 #[tokio::test]
 async fn client_errors_are_not_logged_as_warnings_by_default() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let launch = Launch {
         log: None,
@@ -167,7 +167,7 @@ async fn client_errors_are_not_logged_as_warnings_by_default() {
 
 #[tokio::test]
 async fn a_turn_cut_at_the_output_limit_stops_max_tokens() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server.push(MockResponse::sse(
         ChatStream::new("mock-model")
@@ -191,7 +191,7 @@ async fn a_turn_cut_at_the_output_limit_stops_max_tokens() {
 
 #[tokio::test]
 async fn an_incomplete_configuration_answers_initialize_and_explains_on_session_new() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let launch = Launch {
         api_key: false,

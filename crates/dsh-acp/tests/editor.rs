@@ -25,7 +25,7 @@ fn sent(server: &MockServer, n: usize) -> String {
 
 #[tokio::test]
 async fn read_returns_the_editors_unsaved_buffer_and_the_card_locates_the_file() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -69,7 +69,7 @@ async fn read_returns_the_editors_unsaved_buffer_and_the_card_locates_the_file()
 
 #[tokio::test]
 async fn write_arrives_in_the_editor_as_fs_write_text_file() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -99,7 +99,7 @@ async fn write_arrives_in_the_editor_as_fs_write_text_file() {
 
 #[tokio::test]
 async fn edit_changes_the_editors_unsaved_text_and_writes_it_back_through_the_editor() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -137,7 +137,7 @@ async fn edit_changes_the_editors_unsaved_text_and_writes_it_back_through_the_ed
 
 #[tokio::test]
 async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_the_card() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -184,7 +184,7 @@ async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_t
 
 #[tokio::test]
 async fn cancel_kills_and_releases_the_editor_terminal() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server.push(MockResponse::tool_call(
         "call_1",
@@ -214,7 +214,7 @@ async fn cancel_kills_and_releases_the_editor_terminal() {
 
 #[tokio::test]
 async fn a_terminal_command_past_its_timeout_is_killed_and_reported_timed_out() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -243,7 +243,7 @@ async fn a_terminal_command_past_its_timeout_is_killed_and_reported_timed_out() 
 
 #[tokio::test]
 async fn a_client_without_the_capabilities_gets_the_local_tools() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_calls([
@@ -277,7 +277,7 @@ async fn a_client_without_the_capabilities_gets_the_local_tools() {
 
 #[tokio::test]
 async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::text("one"))
@@ -344,7 +344,7 @@ async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on(
 
 #[tokio::test]
 async fn slash_commands_are_advertised_and_run_without_a_model_request() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
@@ -383,7 +383,7 @@ async fn slash_commands_are_advertised_and_run_without_a_model_request() {
 
 #[tokio::test]
 async fn the_first_prompt_titles_the_session_once() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::text("a"))
@@ -407,7 +407,7 @@ async fn the_first_prompt_titles_the_session_once() {
 
 #[tokio::test]
 async fn a_confining_sandbox_keeps_bash_out_of_the_editors_terminals() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::tool_call(
@@ -436,7 +436,7 @@ async fn a_confining_sandbox_keeps_bash_out_of_the_editors_terminals() {
 
 #[tokio::test]
 async fn compact_over_acp_summarizes_through_the_provider_and_usage_carries_the_cost() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let server = MockServer::start();
     server
         .push(MockResponse::text("noted"))

@@ -18,9 +18,9 @@ use dsh_testkit::MockServer;
 use super::Conn;
 
 /// The `dsh` binary of this target directory ([`dsh_testkit::dsh_binary`]: built when
-/// absent), checked to have a working `acp` subcommand. Never `None`: a missing or broken
-/// binary fails the test instead of skipping it (the `Option` keeps the callers' shape).
-pub fn binary() -> Option<PathBuf> {
+/// absent), checked to have a working `acp` subcommand: a missing or broken binary fails the
+/// test, never skips it.
+pub fn binary() -> PathBuf {
     let bin = dsh_testkit::dsh_binary();
     let help = std::process::Command::new(&bin)
         .args(["acp", "--help"])
@@ -35,7 +35,7 @@ pub fn binary() -> Option<PathBuf> {
         help.status,
         String::from_utf8_lossy(&help.stderr)
     );
-    Some(bin)
+    bin
 }
 
 /// A running `dsh acp` child with its own home, workspace and mock provider.

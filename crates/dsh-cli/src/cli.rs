@@ -162,11 +162,44 @@ pub struct ChatArgs {
 #[derive(Subcommand, Debug)]
 pub enum SessionsCommand {
     /// Stored sessions, most recently active first.
-    List,
+    List {
+        /// Only sessions started in this directory (on any machine, with the PostgreSQL
+        /// store).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Only sessions a person started (`top`) or only subagents' (`subagent`).
+        #[arg(long, value_enum)]
+        origin: Option<OriginFilter>,
+    },
     /// A readable transcript of one session.
     Show {
         /// The session id, or a unique prefix of it.
         id: String,
+        /// Keep printing the session's new events as they are committed (by a dsh on any
+        /// machine) until interrupted. Needs the PostgreSQL store.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Copy sessions from the JSONL files under $DSH_HOME/sessions into the PostgreSQL store,
+    /// byte for byte; prints each imported id.
+    Import {
+        /// Session files, or ids (unique prefixes will do) of sessions under $DSH_HOME/sessions.
+        #[arg(required_unless_present = "all", value_name = "FILE_OR_ID")]
+        sources: Vec<String>,
+        /// Every session under $DSH_HOME/sessions; those already in the database are skipped,
+        /// and one that fails does not stop the others.
+        #[arg(long, conflicts_with = "sources")]
+        all: bool,
+    },
+    /// Copy a session from the PostgreSQL store into a JSONL session file, byte for byte:
+    /// by default to where the JSONL store keeps it under $DSH_HOME/sessions; prints the path.
+    Export {
+        /// The session id, or a unique prefix of it.
+        id: String,
+        /// Write the file here instead (`-`: standard output). An existing file is never
+        /// overwritten.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        out: Option<PathBuf>,
     },
     /// Copy a session (up to and including event SEQ) into a new one; prints the new id.
     Fork {
@@ -181,6 +214,15 @@ pub enum SessionsCommand {
         /// The session id, or a unique prefix of it.
         id: String,
     },
+}
+
+/// `dsh sessions list --origin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginFilter {
+    /// Sessions a person started.
+    Top,
+    /// Sessions of subagents.
+    Subagent,
 }
 
 /// `dsh hooks …`.

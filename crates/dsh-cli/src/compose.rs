@@ -2,9 +2,9 @@
 //!
 //! Every front end of the binary (`dsh run`, the interactive chat, `dsh acp`) starts from
 //! [`compose`], so they agree on what an agent is: the core services (`mount_core`), the
-//! selected provider's adapter, the local shell executor, the builtin tools, subagents, JSONL
-//! persistence under `$DSH_HOME/sessions`, the persona and, per agent, its workspace's
-//! `AGENTS.md`.
+//! selected provider's adapter, the local shell executor, the builtin tools, subagents, session
+//! persistence (JSONL under `$DSH_HOME/sessions`, or PostgreSQL: `store`), the persona and, per
+//! agent, its workspace's `AGENTS.md`.
 //! [`Composed::shutdown`] unwinds it in the order durability needs.
 
 use std::path::{Path, PathBuf};
@@ -28,7 +28,6 @@ use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig};
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::{SessionId, SessionMeta};
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
-use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 use futures::FutureExt;
@@ -86,8 +85,8 @@ pub struct Composed {
     pub ctx: Context,
     /// The core services (session store, agent registry, LLM runtime, tools, prompt, loop).
     pub core: Core,
-    /// The JSONL session store (also provided as `dyn Persistence`).
-    pub store: Arc<JsonlStore>,
+    /// The session store, JSONL or PostgreSQL (also provided as `dyn Persistence`).
+    pub store: crate::store::Store,
     /// The shell executor (also provided as `dyn ShellExecutor`).
     pub executor: Arc<LocalShellExecutor>,
     /// The settings it was composed from.
@@ -107,7 +106,8 @@ pub struct Composed {
 
 /// Builds the harness for `settings`. Needs a tokio runtime.
 pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Result<Composed> {
-    crate::storage::check_writable(&settings.sessions_root())?;
+    let store = crate::store::Store::open(settings)?;
+    store.check().await?;
     let ctx = Context::new();
     // A keyless local server nobody named a model for is asked for one first.
     let mut settings = settings.clone();
@@ -132,6 +132,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
             .providers
             .values()
             .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
+            .chain(settings.store.password_env().map(str::to_owned))
             .collect(),
         ..ShellConfig::default()
     };
@@ -143,11 +144,7 @@ pub async fn compose(settings: &Settings, options: ComposeOptions) -> anyhow::Re
     ctx.provide::<dyn ShellExecutor>(executor.clone())?;
     // Persistence first: it must hear every session event from the first agent on, and it is
     // unmounted last so the loop's final `turn/end`s are drained to disk.
-    let store = JsonlStore::new(settings.sessions_root());
-    let persistence = ctx
-        .plugin(JsonlPersistencePlugin::new(store.clone()))
-        .await
-        .context("cannot mount session persistence")?;
+    let persistence = store.mount(&ctx).await?;
     let core = mount_core(
         &ctx,
         CoreConfig {

@@ -20,6 +20,7 @@ pub mod guard;
 mod mcp;
 pub mod models;
 mod route;
+pub mod store;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -168,6 +169,8 @@ pub struct Settings {
     pub hooks: crate::hooks::HookSettings,
     /// `[compaction]`: when automatic compaction starts and what it keeps.
     pub compaction: dsh_compaction::CompactionConfig,
+    /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
+    pub store: store::StoreSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,6 +194,8 @@ struct FileConfig {
     hooks: crate::hooks::FileHooks,
     #[serde(default)]
     compaction: compaction::FileCompaction,
+    #[serde(default)]
+    store: Option<toml::Spanned<store::FileStore>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -507,6 +512,7 @@ impl Settings {
             .allow
             .extend(mcp::approval_rules(&config_path, &mcp_servers));
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
+        let store = store::resolve(env, file.store, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -523,6 +529,7 @@ impl Settings {
             mcp_servers,
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
             compaction,
+            store,
         })
     }
 
@@ -586,7 +593,7 @@ impl Settings {
                 "not found"
             }
         );
-        let _ = writeln!(out, "# sessions: {}", self.sessions_root().display());
+        let _ = writeln!(out, "# sessions: {}", self.store_description());
         let _ = writeln!(out);
         let _ = writeln!(out, "[defaults]");
         line(

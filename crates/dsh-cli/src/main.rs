@@ -13,6 +13,7 @@ mod cli;
 mod compose;
 mod config;
 mod effort;
+mod follow;
 mod guard;
 mod hooks;
 mod instructions;
@@ -31,7 +32,9 @@ mod signals;
 mod sink;
 mod stdout;
 mod storage;
+mod store;
 mod terminal;
+mod transfer;
 mod tui;
 mod usage;
 

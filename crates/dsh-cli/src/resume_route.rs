@@ -6,11 +6,8 @@
 //! session last used (its latest `request/context`, else its latest `request/header`) unless
 //! `--provider`/`--model` name others, in which case dsh says so on stderr.
 
-use std::path::Path;
-
 use anyhow::Context as _;
 use dsh_session::{EventKind, SessionEvent, SessionId};
-use dsh_store_jsonl::JsonlStore;
 
 use crate::config::{Overrides, Settings};
 
@@ -44,8 +41,8 @@ pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
 
 /// Reads the route of stored session `id` without repairing or locking it. `None` when the
 /// session cannot be read (resuming it reports why) or never sent a request.
-pub(crate) async fn stored_route(sessions_root: &Path, id: &str) -> Option<Route> {
-    let store = JsonlStore::new(sessions_root);
+pub(crate) async fn stored_route(settings: &Settings, id: &str) -> Option<Route> {
+    let store = crate::store::Store::open(settings).ok()?;
     let stored = store.read(&SessionId::new(id)).await.ok()?;
     route_of(&stored.events)
 }
@@ -92,12 +89,11 @@ pub(crate) fn settings(flags: &Overrides, resume: Option<&str>) -> anyhow::Resul
     let Some(id) = resume else {
         return Ok(settings);
     };
-    let root = settings.sessions_root();
     let route = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(stored_route(&root, id)),
+        Ok(rt) => rt.block_on(stored_route(&settings, id)),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the session's route");
             None
@@ -122,7 +118,7 @@ pub(crate) fn settings(flags: &Overrides, resume: Option<&str>) -> anyhow::Resul
 /// For `/resume` inside a running chat, whose harness serves one route: a notice when the
 /// session used another one (restarting with `dsh chat --resume ID` uses the session's own).
 pub(crate) async fn mid_chat_notice(settings: &Settings, id: &str) -> Option<String> {
-    let route = stored_route(&settings.sessions_root(), id).await?;
+    let route = stored_route(settings, id).await?;
     let current = Route {
         provider: settings.provider.value.clone(),
         model: settings.model.value.clone(),

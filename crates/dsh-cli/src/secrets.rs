@@ -8,7 +8,8 @@
 //!
 //! 1. It collects the secret variables: every name that looks like a credential
 //!    ([`dsh_shell::env::looks_secret`], the names commands never see) plus every
-//!    `api_key_env` named in the config file, whatever it is called.
+//!    `api_key_env` named in the config file, whatever it is called, the session store's
+//!    `password_env` and `DSH_STORE_URL` (a database url may hold a password).
 //! 2. If there are any, it writes them to an anonymous memory file (`memfd`, never on disk) and
 //!    re-executes `/proc/self/exe` with the same arguments and an environment without them;
 //!    the memfd's descriptor number travels in [`HANDOFF`] (`FD,PID`, not secret).
@@ -136,10 +137,16 @@ fn split_env(
     (secrets, kept)
 }
 
-/// Every `api_key_env` the config file names, and every MCP server's `bearer_token_env_var`,
-/// read leniently: a file that does not parse yields none here, and the real load reports it a
-/// moment later.
+/// `DSH_STORE_URL`, and every `api_key_env` the config file names, every MCP server's
+/// `bearer_token_env_var` and the store's `password_env`, read leniently: a file that does not
+/// parse yields none here, and the real load reports it a moment later.
 fn configured_key_names() -> Vec<OsString> {
+    let mut names = vec![OsString::from(crate::config::store::STORE_URL_ENV)];
+    names.extend(file_key_names());
+    names
+}
+
+fn file_key_names() -> Vec<OsString> {
     let Ok(home) = crate::config::dsh_home(&crate::config::process_env) else {
         return Vec::new();
     };
@@ -162,6 +169,13 @@ fn configured_key_names() -> Vec<OsString> {
     };
     let mut names = named("providers", "api_key_env");
     names.extend(named("mcp_servers", "bearer_token_env_var"));
+    names.extend(
+        table
+            .get("store")
+            .and_then(|store| store.get("password_env")?.as_str())
+            .filter(|name| !name.is_empty())
+            .map(OsString::from),
+    );
     names
 }
 

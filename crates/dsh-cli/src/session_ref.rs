@@ -6,14 +6,15 @@
 use std::path::Path;
 
 use anyhow::bail;
-use dsh_session::{Persistence, SessionId, SessionOrigin};
-use dsh_store_jsonl::JsonlStore;
+use dsh_session::SessionId;
+
+use crate::store::Store;
 
 /// The stored session `reference` names: the session with exactly that id, else the only one
 /// whose id starts with it. More than one match is an error naming them. With no match the
 /// reference is taken as the id itself, so the store reports what is wrong with it (no such
 /// session, or a file it cannot list because it is broken) in its own specific words.
-pub async fn resolve(store: &JsonlStore, reference: &str) -> anyhow::Result<SessionId> {
+pub async fn resolve(store: &Store, reference: &str) -> anyhow::Result<SessionId> {
     let reference = reference.trim();
     if reference.is_empty() {
         bail!("the session id is empty");
@@ -52,19 +53,12 @@ fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
 }
 
 /// The most recently active top-level session started in `cwd` (subagent sessions, which a
-/// person did not start, are skipped).
-pub async fn newest_in(store: &JsonlStore, cwd: &Path) -> anyhow::Result<SessionId> {
-    let listings = store.listings().await?;
-    let newest = listings
-        .iter()
-        .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
-        .filter(|l| {
-            l.header
-                .cwd
-                .as_deref()
-                .is_some_and(|dir| crate::same_dir(dir, cwd))
-        })
-        .max_by_key(|l| l.last_activity);
+/// person did not start, are skipped). The store filters (the database, for PostgreSQL).
+pub async fn newest_in(store: &Store, cwd: &Path) -> anyhow::Result<SessionId> {
+    let listings = store
+        .listings_where(Some(cwd), Some(crate::cli::OriginFilter::Top))
+        .await?;
+    let newest = listings.iter().max_by_key(|l| l.last_activity);
     match newest {
         Some(l) => Ok(l.header.id.clone()),
         None => bail!(
@@ -86,7 +80,7 @@ pub fn for_chat(
     if resume.is_none() && !continue_last {
         return Ok(None);
     }
-    let store = JsonlStore::new(settings.sessions_root());
+    let store = Store::open(settings)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

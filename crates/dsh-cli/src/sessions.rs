@@ -1,24 +1,36 @@
-//! `dsh sessions list | show | fork`: stored sessions, read straight from the JSONL store.
+//! `dsh sessions list | show | fork | import | export`: stored sessions, read straight from
+//! the configured store (JSONL files or PostgreSQL, see `store`).
 //!
-//! These commands need no agent, no provider and no key: they open the store under
-//! `$DSH_HOME/sessions` and nothing else.
+//! These commands need no agent, no provider and no key: they open the store and nothing
+//! else.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use dsh_session::Persistence;
-use dsh_store_jsonl::JsonlStore;
+use dsh_session::StoredSession;
 
 use crate::config::Settings;
 use crate::render::{Mode, Renderer, one_line};
+use crate::store::Store;
 
 /// `dsh sessions list`: one row per stored session, most recently active first.
-pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
-    let listings = store.listings().await.context("cannot list sessions")?;
+pub async fn list(store: &Store) -> anyhow::Result<String> {
+    list_where(store, None, None).await
+}
+
+/// `dsh sessions list [--cwd DIR] [--origin top|subagent]`: [`list`], filtered.
+pub async fn list_where(
+    store: &Store,
+    cwd: Option<&std::path::Path>,
+    origin: Option<crate::cli::OriginFilter>,
+) -> anyhow::Result<String> {
+    let listings = store
+        .listings_where(cwd, origin)
+        .await
+        .context("cannot list sessions")?;
     let mut out = String::new();
     if listings.is_empty() {
-        let _ = writeln!(out, "no sessions under {}", store.root().display());
+        let _ = writeln!(out, "no sessions in {}", store.describe());
         return Ok(out);
     }
     let _ = writeln!(
@@ -62,26 +74,10 @@ pub async fn list(store: &Arc<JsonlStore>) -> anyhow::Result<String> {
 /// `dsh sessions show ID`: a readable transcript of the session as it is on disk. It neither
 /// repairs nor locks the file, so a session running in another dsh can be watched; a last turn
 /// without its end is shown as such.
-pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
+pub async fn show(store: &Store, id: &str) -> anyhow::Result<String> {
     let id = crate::session_ref::resolve(store, id).await?;
     let stored = store.read(&id).await?;
-    let mut out = String::new();
-    let h = &stored.header;
-    let _ = writeln!(out, "session {}", h.id);
-    if let Some(cwd) = &h.cwd {
-        let _ = writeln!(out, "cwd     {}", cwd.display());
-    }
-    let _ = writeln!(out, "created {}", format_time(h.created_at));
-    if let Some(parent) = &h.parent_session {
-        let seed = h
-            .seed_length
-            .map(|n| format!(" ({n} events)"))
-            .unwrap_or_default();
-        let _ = writeln!(out, "forked from {parent}{seed}");
-    }
-    if let Ok(dsh_session::persistence::SessionLocation::File(path)) = store.locate(&id).await {
-        let _ = writeln!(out, "file    {}", path.display());
-    }
+    let mut out = heading(store, &stored).await;
     let mut renderer = Renderer::new(Mode::Transcript);
     for event in &stored.events {
         out.push_str(&renderer.event(event));
@@ -96,8 +92,40 @@ pub async fn show(store: &Arc<JsonlStore>, id: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// The lines `show` prints above a session's transcript: its id, cwd, creation, parent and
+/// where it is stored.
+pub async fn heading(store: &Store, stored: &StoredSession) -> String {
+    let mut out = String::new();
+    let h = &stored.header;
+    let _ = writeln!(out, "session {}", h.id);
+    if let Some(cwd) = &h.cwd {
+        let _ = writeln!(out, "cwd     {}", cwd.display());
+    }
+    let _ = writeln!(out, "created {}", format_time(h.created_at));
+    if let Some(parent) = &h.parent_session {
+        let seed = h
+            .seed_length
+            .map(|n| format!(" ({n} events)"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "forked from {parent}{seed}");
+    }
+    match store {
+        Store::Jsonl(_) => {
+            if let Ok(dsh_session::persistence::SessionLocation::File(path)) =
+                store.locate(&h.id).await
+            {
+                let _ = writeln!(out, "file    {}", path.display());
+            }
+        }
+        Store::Postgres(_) => {
+            let _ = writeln!(out, "store   {}", store.describe());
+        }
+    }
+    out
+}
+
 /// `dsh sessions fork ID [--at SEQ]`: returns the new session's id.
-pub async fn fork(store: &Arc<JsonlStore>, id: &str, at: Option<u64>) -> anyhow::Result<String> {
+pub async fn fork(store: &Store, id: &str, at: Option<u64>) -> anyhow::Result<String> {
     let source = crate::session_ref::resolve(store, id).await?;
     let header = store.fork(&source, at, None).await?;
     Ok(header.id.to_string())
@@ -130,11 +158,28 @@ pub fn main(
             return 1;
         }
     };
-    let store = JsonlStore::new(settings.sessions_root());
+    let store = match Store::open(&settings) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("dsh: {e:#}");
+            return 1;
+        }
+    };
     let result = runtime.block_on(async {
         match command {
-            C::List => list(&store).await,
-            C::Show { id } => show(&store, id).await,
+            C::List { cwd, origin } => list_where(&store, cwd.as_deref(), *origin).await,
+            C::Show { id, follow: false } => show(&store, id).await,
+            C::Show { id, follow: true } => crate::follow::follow(&store, id)
+                .await
+                .map(|()| String::new()),
+            C::Import {
+                sources,
+                all: false,
+            } => crate::transfer::import(&store, &settings, sources).await,
+            C::Import { all: true, .. } => crate::transfer::import_all(&store, &settings).await,
+            C::Export { id, out } => {
+                crate::transfer::export(&store, &settings, id, out.as_deref()).await
+            }
             C::Fork { id, at } => fork(&store, id, *at).await.map(|id| format!("{id}\n")),
             C::Resume { .. } => Ok(String::new()),
         }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use dsh_agent::AgentHandle;
 use dsh_kernel::Context;
 use dsh_llm::Adapter as _;
-use dsh_session::{Persistence as _, SessionId, SessionOrigin};
+use dsh_session::{SessionId, SessionOrigin};
 use dsh_tui::runner::TuiOptions;
 use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
 

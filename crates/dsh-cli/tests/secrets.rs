@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{World, bash, stderr, stdout};
+use common::{PROBE, World, bash, stderr, stdout};
 use dsh_testkit::MockResponse;
 
 /// A provider key kept under a name that does not look secret, so only the config file says
@@ -12,16 +12,6 @@ use dsh_testkit::MockResponse;
 const KEY: &str = "sk-planted-provider-key-7f3a";
 /// A secret-looking variable nobody configured.
 const TOKEN: &str = "ghp-planted-token-91c2";
-
-/// Prints the environment of the command's parent, then of every ancestor up to dsh.
-const PROBE: &str = r#"tr '\0' '\n' < /proc/$PPID/environ
-p=$$
-while [ "$p" -gt 1 ]; do
-  echo "== $p $(cat /proc/$p/comm)"
-  tr '\0' '\n' < /proc/$p/environ
-  if [ "$(cat /proc/$p/comm)" = dsh ]; then echo "probe reached dsh"; break; fi
-  p=$(awk '/^PPid:/ {print $2}' /proc/$p/status)
-done"#;
 
 fn world_with_mock_provider() -> World {
     let w = World::new();

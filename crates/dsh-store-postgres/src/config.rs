@@ -65,6 +65,35 @@ impl PostgresConfig {
         self
     }
 
+    /// Whether a password is set (in the url, or by [`Self::with_password`]): a config file's
+    /// url must not hold one.
+    pub fn has_password(&self) -> bool {
+        self.inner.get_password().is_some()
+    }
+
+    /// `user@host:port/dbname`, for messages and `dsh config show`: never the password.
+    pub fn describe(&self) -> String {
+        let host = self
+            .inner
+            .get_hosts()
+            .first()
+            .map_or_else(String::new, |h| match h {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            });
+        let port = self
+            .inner
+            .get_ports()
+            .first()
+            .map_or_else(String::new, |p| format!(":{p}"));
+        let user = self
+            .inner
+            .get_user()
+            .map_or_else(String::new, |u| format!("{u}@"));
+        let db = self.inner.get_dbname().unwrap_or_default();
+        format!("{user}{host}{port}/{db}")
+    }
+
     /// Reads the password from the environment variable `name`.
     pub fn with_password_from_env(self, name: &str) -> Result<Self, ConfigError> {
         let value = std::env::var_os(name).ok_or_else(|| ConfigError::MissingPassword {
@@ -88,6 +117,19 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn the_description_names_the_server_and_never_the_password() {
+        let config =
+            PostgresConfig::from_url("postgres://dsh:url-secret@db.example:6543/sessions").unwrap();
+        assert!(config.has_password());
+        assert_eq!(config.describe(), "dsh@db.example:6543/sessions");
+        assert!(
+            !PostgresConfig::from_url("postgres://dsh@h/d")
+                .unwrap()
+                .has_password()
+        );
     }
 
     #[test]

@@ -78,6 +78,18 @@ impl PostgresStore {
         Ok(client)
     }
 
+    /// Connects and migrates: a front end checks its store before anything runs, so an
+    /// unreachable database fails the start rather than the first turn (after the provider
+    /// was already asked).
+    pub async fn check(&self) -> Result<(), PersistenceError> {
+        self.connect().await.map(drop)
+    }
+
+    /// Where the database is (`user@host:port/dbname`, never the password).
+    pub fn describe(&self) -> String {
+        self.config.describe()
+    }
+
     /// Whether a writer is active for `id` in this store.
     pub fn is_live(&self, id: &SessionId) -> bool {
         self.writers.lock().get(id).is_some_and(|w| !w.is_closing())

@@ -77,17 +77,7 @@ async fn a_writer_whose_connection_is_cut_reconnects_without_losing_or_duplicati
     common::jsonl::complete_turn(&s, true);
     a.flush(&s).await;
     // What a server restart or a dropped proxy does to the writer's connection (and lease).
-    let admin = common::cluster::admin_connect(&common::cluster::cluster().url("postgres"))
-        .await
-        .unwrap();
-    let cut = admin
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = $1 AND pid <> pg_backend_pid()",
-            &[&db.as_str()],
-        )
-        .await
-        .unwrap();
+    let cut = common::cluster::cut_connections(db).await;
     assert!(cut >= 1, "the writer had no connection to cut");
     common::jsonl::complete_turn(&s, true);
     a.flush(&s).await;

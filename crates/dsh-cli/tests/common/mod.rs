@@ -20,11 +20,22 @@ const SCRUBBED: &[&str] = &[
     "DSH_EFFORT",
     "DSH_LOG",
     "DSH_LOG_FILE",
+    "DSH_STORE_URL",
     "DEEPSEEK_API_KEY",
     "DEEPSEEK_BASE_URL",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
 ];
+
+/// Prints the environment of the command's parent, then of every ancestor up to dsh.
+pub const PROBE: &str = r#"tr '\0' '\n' < /proc/$PPID/environ
+p=$$
+while [ "$p" -gt 1 ]; do
+  echo "== $p $(cat /proc/$p/comm)"
+  tr '\0' '\n' < /proc/$p/environ
+  if [ "$(cat /proc/$p/comm)" = dsh ]; then echo "probe reached dsh"; break; fi
+  p=$(awk '/^PPid:/ {print $2}' /proc/$p/status)
+done"#;
 
 pub struct World {
     pub server: MockServer,

@@ -4,8 +4,9 @@
 //! `runuser` switches), else as the current user, in a new temp directory,
 //! listening on 127.0.0.1 at a free port with its socket in that directory. It is supervised by
 //! a shell that holds the read end of a pipe whose write end lives in this process: when the
-//! test binary exits (however it exits) the pipe closes, the shell stops the server with a fast
-//! shutdown and removes the directory. Every wait is bounded.
+//! test binary exits (however it exits), or a private cluster is dropped, the pipe closes, the
+//! shell stops the server with a fast shutdown (`pg_ctl stop`, so a server a fault test
+//! restarted is stopped too) and removes the directory. Every wait is bounded.
 
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ const BIN_DIRS: &[&str] = &["/usr/local/bin", "/usr/bin"];
 pub struct Cluster {
     pub port: u16,
     pub dir: PathBuf,
+    data: PathBuf,
     /// Closing it (at process exit) stops the server.
     _lifeline: ChildStdin,
     /// The supervisor; it outlives this process by the moment it takes to stop the server.
@@ -74,7 +76,9 @@ fn as_server_user(program: &str) -> Command {
     }
 }
 
-fn start() -> Cluster {
+/// A new cluster of its own, for a test that stops or restarts the server; stopped and
+/// removed when dropped.
+pub fn start() -> Cluster {
     let dir = std::env::temp_dir().join(format!(
         "dsh-pg-{}-{}",
         std::process::id(),
@@ -109,13 +113,14 @@ fn start() -> Cluster {
         .unwrap()
         .port();
     // The server's own durability is not under test (clients are killed, not the server), so
-    // fsync is off to spare the shared machine's disk.
+    // fsync is off to spare the shared machine's disk; `DSH_PG_TEST_FSYNC=on` turns it on (for
+    // benchmark figures comparable with the JSONL store's fdatasync).
     let script = r#"
-        "$1" -D "$2" -k "$3" -p "$4" -h 127.0.0.1 -c fsync=off -c max_connections=200 \
+        "$1" -D "$2" -k "$3" -p "$4" -h 127.0.0.1 -c fsync="$6" -c max_connections=200 \
             >"$3/server.log" 2>&1 &
         pid=$!
         read _ || true
-        kill -INT "$pid"
+        "$5" -D "$2" stop -m fast -w -t 60 >/dev/null 2>&1 || kill -INT "$pid"
         wait "$pid"
         rm -rf "$3"
     "#;
@@ -125,6 +130,8 @@ fn start() -> Cluster {
         .arg(&data)
         .arg(&dir)
         .arg(port.to_string())
+        .arg(bin("pg_ctl"))
+        .arg(std::env::var("DSH_PG_TEST_FSYNC").unwrap_or_else(|_| "off".to_owned()))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -148,6 +155,7 @@ fn start() -> Cluster {
     Cluster {
         port,
         dir,
+        data,
         _lifeline: lifeline,
         _supervisor: child,
     }
@@ -163,12 +171,40 @@ impl Cluster {
     pub fn url(&self, db: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
     }
+
+    /// `pg_ctl ACTION` on this cluster's data directory, waiting (bounded) for it to finish.
+    fn pg_ctl(&self, action: &str) {
+        run(as_server_user("timeout")
+            .arg("120")
+            .arg(bin("pg_ctl"))
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "fast", "-w", "-t", "60", "-l"])
+            .arg(self.dir.join("server.log"))
+            .arg(action));
+    }
+
+    /// Restarts the server (a fast shutdown: every connection is cut), as an upgrade or a
+    /// failover does; returns once it accepts connections again.
+    pub fn restart(&self) {
+        // `restart` starts it again with the options it was started with (`postmaster.opts`).
+        self.pg_ctl("restart");
+    }
+
+    /// Stops the server; [`Cluster::restart`] starts it again.
+    pub fn stop(&self) {
+        self.pg_ctl("stop");
+    }
 }
 
 /// A new empty database on the cluster; returns its name and a store config for it.
 pub async fn fresh_db() -> (String, PostgresConfig) {
+    fresh_db_on(cluster()).await
+}
+
+/// A new empty database on `c`.
+pub async fn fresh_db_on(c: &Cluster) -> (String, PostgresConfig) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let c = cluster();
     let name = format!(
         "dsh_test_{}_{}",
         std::process::id(),
@@ -200,4 +236,18 @@ pub async fn admin_connect(url: &str) -> Result<tokio_postgres::Client, tokio_po
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(conn);
     Ok(client)
+}
+
+/// Cuts every connection to database `db` on the shared cluster, as a server restart, a dropped
+/// proxy or a partition does (the writer leases held on them die too); returns how many.
+pub async fn cut_connections(db: &str) -> u64 {
+    let admin = admin_connect(&cluster().url("postgres")).await.unwrap();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&db],
+        )
+        .await
+        .unwrap()
 }

@@ -67,7 +67,7 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
                 let chosen = call
                     .caller
                     .as_ref()
-                    .and_then(|c| policies.get(&c.agent_id))
+                    .and_then(|c| policies.for_session(c.session.header()))
                     .filter(|p| *p != guard.approval);
                 let guard = match chosen {
                     Some(approval)

@@ -38,6 +38,16 @@ fn guard(mode: SandboxMode, approval: ApprovalPolicy, rules: Rules) -> Arc<Guard
     })
 }
 
+/// Provides `approver` on `ctx` and installs a guard with the `ask` policy and no rules.
+fn asking(
+    ctx: &dsh_kernel::Context,
+    approver: Arc<dyn Approver>,
+    mode: SandboxMode,
+) -> dsh_guard::Installed {
+    ctx.provide::<dyn Approver>(approver).unwrap();
+    install(ctx, guard(mode, ApprovalPolicy::Ask, Rules::default())).unwrap()
+}
+
 fn decisions(caller: &ToolCaller) -> Vec<Value> {
     logged_decisions(&caller.session)
 }
@@ -117,13 +127,7 @@ async fn ask_reaches_the_approver_and_the_answer_is_logged() {
             answer,
             asked: asked.clone(),
         });
-        ctx.provide::<dyn Approver>(approver).unwrap();
-        let g = guard(
-            SandboxMode::WorkspaceWrite,
-            ApprovalPolicy::Ask,
-            Rules::default(),
-        );
-        let _guard = install(&ctx, g).unwrap();
+        let _guard = asking(&ctx, approver, SandboxMode::WorkspaceWrite);
         let a = agent(&ctx, "a");
         let _ = rt
             .run(&exec(
@@ -196,10 +200,7 @@ async fn a_subagent_keeps_its_parents_sandbox_and_cannot_ask() {
     let out = log();
     let _write = rt.register(&ctx, Recorder::new("write", &out)).unwrap();
     let _bash = rt.register(&ctx, Recorder::new("bash", &out)).unwrap();
-    let approver: Arc<dyn Approver> = Arc::new(OnlyFor("parent"));
-    ctx.provide::<dyn Approver>(approver).unwrap();
-    let g = guard(SandboxMode::ReadOnly, ApprovalPolicy::Ask, Rules::default());
-    let _guard = install(&ctx, g).unwrap();
+    let _guard = asking(&ctx, Arc::new(OnlyFor("parent")), SandboxMode::ReadOnly);
     let parent = agent(&ctx, "parent");
     let child = common::agent_with_tag(
         &ctx,
@@ -224,4 +225,50 @@ async fn a_subagent_keeps_its_parents_sandbox_and_cannot_ask() {
     let child_log = decisions(&child);
     assert_eq!(child_log[0]["sandbox"], "read-only");
     assert_eq!(child_log[1]["answer"], "unavailable");
+}
+
+#[tokio::test]
+async fn a_subagent_runs_under_its_parents_session_policy() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _tool = rt
+        .register(&ctx, Recorder::new("mcp__srv__echo", &out))
+        .unwrap();
+    let _guard = asking(
+        &ctx,
+        Arc::new(OnlyFor("parent")),
+        SandboxMode::WorkspaceWrite,
+    );
+    let parent = agent(&ctx, "parent");
+    let mut child = common::agent_with_tag(
+        &ctx,
+        "child",
+        dsh_kernel::ScopeTag::child_of(parent.tag().unwrap(), "child"),
+    );
+    child.session = dsh_session::Session::new(
+        dsh_session::SessionHeader::new(
+            child.agent_id.clone(),
+            0,
+            dsh_session::SessionMeta {
+                parent_session: Some(parent.agent_id.clone()),
+                origin: Some(dsh_session::SessionOrigin::Subagent),
+                ..dsh_session::SessionMeta::default()
+            },
+        ),
+        None,
+    )
+    .unwrap();
+    let call = r#"{"text":"hi"}"#;
+    // Under the configured `ask`, the subagent cannot ask anyone: refused.
+    let refused = rt.run(&exec("mcp__srv__echo", call, Some(&child))).await;
+    assert!(refused.is_error, "{}", refused.text());
+    // The person put the parent's session in `auto` (an editor's mode): the delegation
+    // runs under it, without a question.
+    let policies = ctx.get::<dsh_guard::SessionPolicies>().unwrap();
+    policies.set(&parent.agent_id, Some(ApprovalPolicy::Auto));
+    let ran = rt.run(&exec("mcp__srv__echo", call, Some(&child))).await;
+    assert!(!ran.is_error, "{}", ran.text());
+    assert_eq!(entries(&out).len(), 1);
+    let logged = decisions(&child);
+    assert_eq!(logged.last().unwrap()["approval"], "auto");
 }

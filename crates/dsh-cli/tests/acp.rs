@@ -465,7 +465,7 @@ fn acp_session_load_starts_the_mcp_servers_the_editor_sends_with_it() {
 #[test]
 fn an_editors_stdio_server_runs_inside_the_sandbox() {
     let w = World::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"));
     let target = outside.path().join("out.txt");
     w.server
         .push(MockResponse::tool_call(

@@ -184,7 +184,7 @@ fn chat_continue_opens_the_newest_session_here_and_the_plan_is_shown() {
 fn a_write_outside_the_workspace_asks_on_the_terminal_and_runs_once_allowed() {
     let w = World::new();
     // Outside every writable root (not the workspace, not /tmp).
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"));
     let target = dir.path().join("asked.txt");
     let args = serde_json::json!({"file_path": target, "content": "ok"}).to_string();
     w.server

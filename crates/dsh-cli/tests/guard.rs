@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 /// A directory outside every writable root (not under the workspace nor /tmp), standing in
 /// for a folder under the user's real home.
 fn outside() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"))
 }
 
 fn decisions(w: &World, id: &str) -> Vec<Value> {

@@ -143,7 +143,7 @@ fn an_mcp_tool_no_rule_allows_is_refused_by_a_headless_run_with_a_reason() {
 
 #[test]
 fn a_configured_server_runs_inside_the_sessions_sandbox() {
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"));
     let target = outside.path().join("out.txt");
     let args = serde_json::json!({"path": target, "text": "x"}).to_string();
     for (flags, writes) in [

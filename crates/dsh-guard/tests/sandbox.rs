@@ -36,7 +36,7 @@ impl Dirs {
     fn new() -> Self {
         Self {
             workspace: tempfile::tempdir().unwrap(),
-            outside: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+            outside: dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR")),
         }
     }
 

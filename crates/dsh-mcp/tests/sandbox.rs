@@ -29,7 +29,7 @@ fn supervisor() -> SupervisorProgram {
 /// A workspace under /tmp, and a directory outside every writable root (under the target dir,
 /// as a folder under `$HOME` would be).
 fn dirs() -> (TempDir, TempDir) {
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"));
     (tempfile::tempdir().unwrap(), outside)
 }
 

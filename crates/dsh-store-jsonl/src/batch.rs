@@ -25,7 +25,6 @@ use std::time::Duration;
 use dsh_session::{PersistenceError, Session, SessionId};
 use dsh_write_behind::{Sink, WriteBehind};
 use parking_lot::Mutex;
-use tokio::sync::oneshot;
 
 use crate::error::duplicate;
 use crate::fsync::FileOps;
@@ -104,6 +103,12 @@ impl Sink for FileSink {
     }
 }
 
+impl dsh_write_behind::Registered for Writer {
+    fn core(&self) -> &WriteBehind {
+        &self.core
+    }
+}
+
 impl Writer {
     pub(crate) fn new(
         session: Arc<Session>,
@@ -129,32 +134,6 @@ impl Writer {
     /// The file state, shared with a successor writer of the same session.
     pub(crate) fn file(&self) -> &Arc<Mutex<SessionFile>> {
         &self.file
-    }
-
-    /// Whether teardown was requested.
-    pub(crate) fn is_closing(&self) -> bool {
-        self.core.is_closing()
-    }
-
-    /// Notes a newly committed event (see [`WriteBehind::admit`]).
-    pub(crate) fn admit(&self) {
-        self.core.admit();
-    }
-
-    /// The flush barrier: resolves once every event the session held when it was called is
-    /// durable, or with the failure of the drain it joined.
-    pub(crate) async fn flush(&self) -> Result<(), PersistenceError> {
-        self.core.flush().await
-    }
-
-    /// Requests teardown: a final drain, then the writer releases the session. `retire` keeps
-    /// the file state for a later writer of the same session (store shutdown); session disposal
-    /// passes `false`. The receiver learns the final drain's outcome.
-    pub(crate) fn request_close(
-        &self,
-        retire: bool,
-    ) -> oneshot::Receiver<Result<(), PersistenceError>> {
-        self.core.request_close(retire)
     }
 
     /// Waits until the writer task has exited.

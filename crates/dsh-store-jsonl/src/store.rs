@@ -2,7 +2,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use dsh_session::persistence::{SessionListing, SessionLocation, SessionSummary};
 use dsh_session::{
     Persistence, PersistenceError, Session, SessionHeader, SessionId, StoredSession,
 };
+use dsh_write_behind::Registry;
 use parking_lot::Mutex;
 use tokio::runtime::Handle;
 
@@ -92,12 +92,10 @@ pub struct JsonlStore {
     root: PathBuf,
     options: JsonlOptions,
     this: Weak<JsonlStore>,
-    writers: Mutex<HashMap<SessionId, Arc<Writer>>>,
+    writers: Registry<Writer>,
     retired: Mutex<HashMap<SessionId, Retired>>,
     resumes: Mutex<VecDeque<(SessionId, Resume)>>,
     locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
-    runtime: Mutex<Option<Handle>>,
-    accepting: AtomicBool,
 }
 
 impl std::fmt::Debug for JsonlStore {
@@ -130,12 +128,10 @@ impl JsonlStore {
             root,
             options,
             this: this.clone(),
-            writers: Mutex::default(),
+            writers: Registry::new("JSONL"),
             retired: Mutex::default(),
             resumes: Mutex::default(),
             locks: Mutex::default(),
-            runtime: Mutex::new(None),
-            accepting: AtomicBool::new(false),
         })
     }
 
@@ -151,13 +147,12 @@ impl JsonlStore {
 
     /// Whether a writer is active for `id` (the session is live and being persisted here).
     pub fn is_live(&self, id: &SessionId) -> bool {
-        self.writers.lock().get(id).is_some_and(|w| !w.is_closing())
+        self.writers.is_live(id)
     }
 
     /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
     pub(crate) fn open(&self, runtime: Handle) {
-        *self.runtime.lock() = Some(runtime);
-        self.accepting.store(true, Ordering::Release);
+        self.writers.open(runtime);
     }
 
     fn lock_for(&self, id: &SessionId) -> Arc<Mutex<()>> {
@@ -230,34 +225,17 @@ impl JsonlStore {
         })))
     }
 
-    /// The active writer of `session`, created (and its task spawned) if there is none.
-    fn writer_for(&self, session: &Arc<Session>) -> Result<Arc<Writer>, PersistenceError> {
-        let mut writers = self.writers.lock();
-        let prev = match writers.get(session.id()) {
-            Some(w) if !w.is_closing() && Arc::ptr_eq(w.session(), session) => {
-                return Ok(w.clone());
-            }
-            Some(w) if !w.is_closing() => {
-                // Two live sessions with one id: writing either would corrupt the other's file.
-                return Err(PersistenceError::Live {
-                    id: session.id().clone(),
-                });
-            }
-            Some(w) => Some(w.clone()),
-            None => None,
-        };
-        let Some(runtime) = self.runtime.lock().clone() else {
-            return Err(PersistenceError::Io {
-                context: format!(
-                    "cannot persist session \"{}\": the JSONL persistence plugin is not mounted",
-                    session.id()
-                ),
-                source: std::io::Error::other("no runtime"),
-            });
-        };
+    /// Starts the writer of `session` (registered by [`Registry::writer_for`], whose lock
+    /// this runs under): its file state comes from the predecessor, a retired writer, the
+    /// stored log it was resumed from, or a file yet to be published.
+    fn spawn_writer(
+        &self,
+        session: &Arc<Session>,
+        runtime: &Handle,
+        prev: Option<Arc<Writer>>,
+    ) -> Result<Arc<Writer>, PersistenceError> {
         let file = self.file_for(session, prev.as_ref())?;
         let writer = Writer::new(session.clone(), file, self.options.batch_window);
-        writers.insert(session.id().clone(), writer.clone());
         let this = self.this.clone();
         let env = TaskEnv {
             io: self.options.file_ops.clone(),
@@ -275,15 +253,7 @@ impl JsonlStore {
     }
 
     fn release_writer(&self, writer: &Arc<Writer>, retire: bool) {
-        {
-            let mut writers = self.writers.lock();
-            if writers
-                .get(writer.id())
-                .is_some_and(|w| Arc::ptr_eq(w, writer))
-            {
-                writers.remove(writer.id());
-            }
-        }
+        self.writers.remove(writer);
         // The file (and its writer lock) closes now, not when the last reference to the writer
         // goes, so a load right after the session's disposal does not find it locked by this
         // very store.
@@ -302,29 +272,13 @@ impl JsonlStore {
 
     /// A committed event of `session` (from `session/event`): opens its batching window.
     pub(crate) fn admit(&self, session: &Arc<Session>) {
-        if !self.accepting.load(Ordering::Acquire) {
-            return;
-        }
-        match self.writer_for(session) {
-            Ok(writer) => writer.admit(),
-            Err(error) => {
-                tracing::error!(session = %session.id(), %error, "cannot persist session event");
-            }
-        }
+        self.writers
+            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
     }
 
     /// `session/disposed`: the session's writer drains once more and releases it.
     pub(crate) fn release(&self, session: &Arc<Session>) {
-        let writer = self
-            .writers
-            .lock()
-            .get(session.id())
-            .filter(|w| Arc::ptr_eq(w.session(), session))
-            .cloned();
-        if let Some(writer) = writer {
-            // The outcome is logged by the writer; nobody awaits a disposal notification.
-            drop(writer.request_close(false));
-        }
+        self.writers.release(session);
         let mut retired = self.retired.lock();
         if retired
             .get(session.id())
@@ -338,48 +292,21 @@ impl JsonlStore {
     /// durable (including a resumed session's `session/end-seed` or a fork's seed, even before
     /// any event was published), or fails with the write error.
     pub async fn flush_session(&self, session: &Arc<Session>) -> Result<(), PersistenceError> {
-        let existing = self
-            .writers
-            .lock()
-            .get(session.id())
-            .filter(|w| Arc::ptr_eq(w.session(), session) && !w.is_closing())
-            .cloned();
-        let writer = match existing {
-            Some(writer) => writer,
-            None if session.is_empty() => return Ok(()),
-            None => self.writer_for(session)?,
-        };
-        writer.flush().await
+        self.writers
+            .flush(session, |rt, prev| self.spawn_writer(session, rt, prev))
+            .await
     }
 
     /// Stops admission, drains every writer and waits for them; returns the first failure.
     /// The plugin calls this when it unmounts; call it yourself first to learn the outcome.
+    /// Writers retire: their file state stays for a later writer of the same session.
     pub async fn close(&self) -> Result<(), PersistenceError> {
-        self.accepting.store(false, Ordering::Release);
-        let writers: Vec<_> = self.writers.lock().values().cloned().collect();
-        let pending: Vec<_> = writers.iter().map(|w| w.request_close(true)).collect();
-        let mut first = None;
-        for rx in pending {
-            if let Ok(Err(e)) = rx.await {
-                first.get_or_insert(e);
-            }
-        }
-        for w in &writers {
-            w.wait_done().await;
-        }
-        first.map_or(Ok(()), Err)
+        self.writers.close(true).await
     }
 
     /// Refuses `id` while its writer is active; waits for a writer that is closing.
     async fn settle(&self, id: &SessionId) -> Result<(), PersistenceError> {
-        loop {
-            let writer = self.writers.lock().get(id).cloned();
-            match writer {
-                None => return Ok(()),
-                Some(w) if w.is_closing() => w.wait_done().await,
-                Some(_) => return Err(PersistenceError::Live { id: id.clone() }),
-            }
-        }
+        self.writers.settle(id).await
     }
 
     /// Reads a stored session as it is on disk, without repairing it or taking its writer
@@ -452,7 +379,7 @@ impl Persistence for JsonlStore {
     ) -> Result<SessionHeader, PersistenceError> {
         self.settle(source).await?;
         let child = child.unwrap_or_else(SessionId::generate);
-        if self.writers.lock().contains_key(&child) {
+        if self.writers.contains(&child) {
             return Err(PersistenceError::AlreadyExists { id: child });
         }
         let job = fork::ForkJob {

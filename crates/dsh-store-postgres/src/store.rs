@@ -1,7 +1,5 @@
 //! [`PostgresStore`]: the PostgreSQL backend of [`Persistence`], and its live writers.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -11,7 +9,7 @@ use dsh_session::{
     Persistence, PersistenceError, Session, SessionEvent, SessionHeader, SessionId, SessionMeta,
     StoredSession, fork_seed, interrupted_turn_closers, now_ms,
 };
-use parking_lot::Mutex;
+use dsh_write_behind::Registry;
 use tokio::runtime::Handle;
 use tokio_postgres::Client;
 
@@ -34,9 +32,7 @@ pub struct PostgresStore {
     config: PostgresConfig,
     window: Duration,
     this: Weak<PostgresStore>,
-    writers: Mutex<HashMap<SessionId, Arc<Writer>>>,
-    runtime: Mutex<Option<Handle>>,
-    accepting: AtomicBool,
+    writers: Registry<Writer>,
     migrated: tokio::sync::OnceCell<()>,
 }
 
@@ -62,9 +58,7 @@ impl PostgresStore {
             config,
             window,
             this: this.clone(),
-            writers: Mutex::default(),
-            runtime: Mutex::new(None),
-            accepting: AtomicBool::new(false),
+            writers: Registry::new("PostgreSQL"),
             migrated: tokio::sync::OnceCell::new(),
         })
     }
@@ -92,51 +86,30 @@ impl PostgresStore {
 
     /// Whether a writer is active for `id` in this store.
     pub fn is_live(&self, id: &SessionId) -> bool {
-        self.writers.lock().get(id).is_some_and(|w| !w.is_closing())
+        self.writers.is_live(id)
     }
 
     /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
     pub(crate) fn open(&self, runtime: Handle) {
-        *self.runtime.lock() = Some(runtime);
-        self.accepting.store(true, Ordering::Release);
+        self.writers.open(runtime);
     }
 
-    fn writer_for(&self, session: &Arc<Session>) -> Result<Arc<Writer>, PersistenceError> {
-        let mut writers = self.writers.lock();
-        let prev = match writers.get(session.id()) {
-            Some(w) if !w.is_closing() && Arc::ptr_eq(w.session(), session) => {
-                return Ok(w.clone());
-            }
-            Some(w) if !w.is_closing() => {
-                return Err(PersistenceError::Live {
-                    id: session.id().clone(),
-                });
-            }
-            Some(w) => Some(w.clone()),
-            None => None,
-        };
-        let (Some(runtime), Some(store)) = (self.runtime.lock().clone(), self.this.upgrade())
-        else {
-            return Err(PersistenceError::Io {
-                context: format!(
-                    "cannot persist session \"{}\": the PostgreSQL persistence plugin is not mounted",
-                    session.id()
-                ),
-                source: std::io::Error::other("no runtime"),
-            });
+    /// Starts the writer of `session` (registered by [`Registry::writer_for`]); the task
+    /// unregisters it when it exits.
+    fn spawn_writer(
+        &self,
+        session: &Arc<Session>,
+        runtime: &Handle,
+        prev: Option<Arc<Writer>>,
+    ) -> Result<Arc<Writer>, PersistenceError> {
+        let Some(store) = self.this.upgrade() else {
+            return Err(self.writers.unmounted(session.id()));
         };
         let writer = Writer::new(session.clone(), self.window);
-        writers.insert(session.id().clone(), writer.clone());
         let this = self.this.clone();
         let on_exit = Box::new(move |writer: &Arc<Writer>| {
             if let Some(store) = this.upgrade() {
-                let mut writers = store.writers.lock();
-                if writers
-                    .get(writer.id())
-                    .is_some_and(|w| Arc::ptr_eq(w, writer))
-                {
-                    writers.remove(writer.id());
-                }
+                store.writers.remove(writer);
             }
         });
         runtime.spawn(writer.clone().run(store, prev, on_exit));
@@ -145,74 +118,31 @@ impl PostgresStore {
 
     /// A committed event of `session` (from `session/event`).
     pub(crate) fn admit(&self, session: &Arc<Session>) {
-        if !self.accepting.load(Ordering::Acquire) {
-            return;
-        }
-        match self.writer_for(session) {
-            Ok(writer) => writer.admit(),
-            Err(error) => {
-                tracing::error!(session = %session.id(), %error, "cannot persist session event");
-            }
-        }
+        self.writers
+            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
     }
 
     /// `session/disposed`: the session's writer drains once more and gives up its lease.
     pub(crate) fn release(&self, session: &Arc<Session>) {
-        let writer = self
-            .writers
-            .lock()
-            .get(session.id())
-            .filter(|w| Arc::ptr_eq(w.session(), session))
-            .cloned();
-        if let Some(writer) = writer {
-            // The outcome is logged by the writer; nobody awaits a disposal.
-            drop(writer.request_close());
-        }
+        self.writers.release(session);
     }
 
     /// The flush barrier for one session: resolves once everything it holds is committed.
     pub async fn flush_session(&self, session: &Arc<Session>) -> Result<(), PersistenceError> {
-        let existing = self
-            .writers
-            .lock()
-            .get(session.id())
-            .filter(|w| Arc::ptr_eq(w.session(), session) && !w.is_closing())
-            .cloned();
-        let writer = match existing {
-            Some(writer) => writer,
-            None if session.is_empty() => return Ok(()),
-            None => self.writer_for(session)?,
-        };
-        writer.flush().await
+        self.writers
+            .flush(session, |rt, prev| self.spawn_writer(session, rt, prev))
+            .await
     }
 
-    /// Stops admission, drains every writer and waits for them; returns the first failure.
+    /// Stops admission, drains every writer (each gives up its lease) and waits for them;
+    /// returns the first failure.
     pub async fn close(&self) -> Result<(), PersistenceError> {
-        self.accepting.store(false, Ordering::Release);
-        let writers: Vec<_> = self.writers.lock().values().cloned().collect();
-        let pending: Vec<_> = writers.iter().map(|w| w.request_close()).collect();
-        let mut first = None;
-        for rx in pending {
-            if let Ok(Err(e)) = rx.await {
-                first.get_or_insert(e);
-            }
-        }
-        for w in &writers {
-            w.wait_done().await;
-        }
-        first.map_or(Ok(()), Err)
+        self.writers.close(false).await
     }
 
     /// Refuses `id` while its writer here is active; waits for one that is closing.
     async fn settle(&self, id: &SessionId) -> Result<(), PersistenceError> {
-        loop {
-            let writer = self.writers.lock().get(id).cloned();
-            match writer {
-                None => return Ok(()),
-                Some(w) if w.is_closing() => w.wait_done().await,
-                Some(_) => return Err(PersistenceError::Live { id: id.clone() }),
-            }
-        }
+        self.writers.settle(id).await
     }
 
     /// Reads a stored session as committed, without repairing it or taking its lease, for
@@ -332,7 +262,7 @@ impl Persistence for PostgresStore {
     ) -> Result<SessionHeader, PersistenceError> {
         self.settle(source).await?;
         let child = child.unwrap_or_else(SessionId::generate);
-        if self.writers.lock().contains_key(&child) {
+        if self.writers.contains(&child) {
             return Err(PersistenceError::AlreadyExists { id: child });
         }
         let fork_error = |e| PersistenceError::Fork {

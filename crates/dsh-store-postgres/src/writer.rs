@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use dsh_session::{PersistenceError, Session, SessionId};
 use dsh_write_behind::{Sink, WriteBehind};
-use tokio::sync::oneshot;
 use tokio_postgres::Client;
 
 use crate::error::{db, diverged, duplicate};
@@ -27,6 +26,12 @@ pub(crate) struct Writer {
     core: WriteBehind,
 }
 
+impl dsh_write_behind::Registered for Writer {
+    fn core(&self) -> &WriteBehind {
+        &self.core
+    }
+}
+
 impl Writer {
     pub(crate) fn new(session: Arc<Session>, window: Duration) -> Arc<Self> {
         Arc::new(Self {
@@ -34,32 +39,8 @@ impl Writer {
         })
     }
 
-    pub(crate) fn session(&self) -> &Arc<Session> {
-        self.core.session()
-    }
-
     pub(crate) fn id(&self) -> &SessionId {
         self.core.id()
-    }
-
-    pub(crate) fn is_closing(&self) -> bool {
-        self.core.is_closing()
-    }
-
-    /// Notes a committed event: opens the batching window if none is open. Never blocks.
-    pub(crate) fn admit(&self) {
-        self.core.admit();
-    }
-
-    /// The barrier: resolves once every event the session held at the call is committed.
-    pub(crate) async fn flush(&self) -> Result<(), PersistenceError> {
-        self.core.flush().await
-    }
-
-    /// Requests teardown: a final drain, then the lease is released. The receiver learns the
-    /// final drain's outcome.
-    pub(crate) fn request_close(&self) -> oneshot::Receiver<Result<(), PersistenceError>> {
-        self.core.request_close(false)
     }
 
     /// Waits until the writer task has exited (and its connection, with the lease, is closed).

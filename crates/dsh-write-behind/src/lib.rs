@@ -20,6 +20,10 @@
 //! events loaded from storage are never written again and events appended before the writer
 //! started (a resumed session's `session/end-seed`, a fork's seed) are written too.
 
+mod registry;
+
+pub use registry::{Registered, Registry};
+
 use std::future::Future;
 use std::mem;
 use std::sync::Arc;

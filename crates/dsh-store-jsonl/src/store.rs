@@ -150,11 +150,6 @@ impl JsonlStore {
         self.writers.is_live(id)
     }
 
-    /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
-    pub(crate) fn open(&self, runtime: Handle) {
-        self.writers.open(runtime);
-    }
-
     fn lock_for(&self, id: &SessionId) -> Arc<Mutex<()>> {
         let mut locks = self.locks.lock();
         if locks.len() > 1024 {
@@ -270,24 +265,6 @@ impl JsonlStore {
         }
     }
 
-    /// A committed event of `session` (from `session/event`): opens its batching window.
-    pub(crate) fn admit(&self, session: &Arc<Session>) {
-        self.writers
-            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
-    }
-
-    /// `session/disposed`: the session's writer drains once more and releases it.
-    pub(crate) fn release(&self, session: &Arc<Session>) {
-        self.writers.release(session);
-        let mut retired = self.retired.lock();
-        if retired
-            .get(session.id())
-            .is_some_and(|r| r.session.as_ptr() == Arc::as_ptr(session))
-        {
-            retired.remove(session.id());
-        }
-    }
-
     /// The flush barrier for one session: resolves once everything the session holds is
     /// durable (including a resumed session's `session/end-seed` or a fork's seed, even before
     /// any event was published), or fails with the write error.
@@ -324,6 +301,41 @@ impl JsonlStore {
         f: impl FnOnce() -> Result<T, PersistenceError> + Send + 'static,
     ) -> Result<T, PersistenceError> {
         tokio::task::spawn_blocking(f).await.map_err(join_failure)?
+    }
+}
+
+impl dsh_write_behind::Store for JsonlStore {
+    const NAME: &'static str = "JSONL";
+
+    /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
+    fn open(&self, runtime: Handle) {
+        self.writers.open(runtime);
+    }
+
+    /// A committed event of `session` (from `session/event`): opens its batching window.
+    fn admit(&self, session: &Arc<Session>) {
+        self.writers
+            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
+    }
+
+    /// `session/disposed`: the session's writer drains once more and releases it.
+    fn release(&self, session: &Arc<Session>) {
+        self.writers.release(session);
+        let mut retired = self.retired.lock();
+        if retired
+            .get(session.id())
+            .is_some_and(|r| r.session.as_ptr() == Arc::as_ptr(session))
+        {
+            retired.remove(session.id());
+        }
+    }
+
+    async fn flush_session(&self, session: &Arc<Session>) -> Result<(), PersistenceError> {
+        Self::flush_session(self, session).await
+    }
+
+    async fn close(&self) -> Result<(), PersistenceError> {
+        Self::close(self).await
     }
 }
 

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use dsh_kernel::{BoxError, Context, Plugin};
-use dsh_session::{Persistence, SessionDisposed, SessionEventFired, SessionFlush};
 
 use crate::store::PostgresStore;
 
@@ -34,27 +33,6 @@ impl Plugin for PostgresPersistencePlugin {
     }
 
     async fn apply(&self, ctx: &Context) -> Result<(), BoxError> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|e| format!("the PostgreSQL persistence plugin needs a tokio runtime: {e}"))?;
-        // Registered first so it is undone last: admission stops before every writer drains.
-        let store = self.store.clone();
-        ctx.scope().defer_async(move || async move {
-            if let Err(error) = store.close().await {
-                tracing::error!(%error, "draining session writers at unmount failed");
-            }
-        })?;
-        self.store.open(runtime);
-        ctx.provide::<dyn Persistence>(self.store.clone())?;
-        let global = ctx.global();
-        let store = self.store.clone();
-        let _ = global.on::<SessionEventFired>(move |notice| store.admit(&notice.session))?;
-        let store = self.store.clone();
-        let _ = global.on::<SessionDisposed>(move |session| store.release(session))?;
-        let store = self.store.clone();
-        let _ = global.on_parallel::<SessionFlush, _>(move |session| {
-            let store = store.clone();
-            async move { store.flush_session(&session).await.map_err(BoxError::from) }
-        })?;
-        Ok(())
+        dsh_write_behind::mount(ctx, &self.store)
     }
 }

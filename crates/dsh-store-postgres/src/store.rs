@@ -89,11 +89,6 @@ impl PostgresStore {
         self.writers.is_live(id)
     }
 
-    /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
-    pub(crate) fn open(&self, runtime: Handle) {
-        self.writers.open(runtime);
-    }
-
     /// Starts the writer of `session` (registered by [`Registry::writer_for`]); the task
     /// unregisters it when it exits.
     fn spawn_writer(
@@ -114,17 +109,6 @@ impl PostgresStore {
         });
         runtime.spawn(writer.clone().run(store, prev, on_exit));
         Ok(writer)
-    }
-
-    /// A committed event of `session` (from `session/event`).
-    pub(crate) fn admit(&self, session: &Arc<Session>) {
-        self.writers
-            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
-    }
-
-    /// `session/disposed`: the session's writer drains once more and gives up its lease.
-    pub(crate) fn release(&self, session: &Arc<Session>) {
-        self.writers.release(session);
     }
 
     /// The flush barrier for one session: resolves once everything it holds is committed.
@@ -210,6 +194,34 @@ impl PostgresStore {
         let (stored, _) = rows::read_stored(&client, id).await?;
         let closers = interrupted_turn_closers(&stored.events);
         Ok((client, stored, closers))
+    }
+}
+
+impl dsh_write_behind::Store for PostgresStore {
+    const NAME: &'static str = "PostgreSQL";
+
+    /// Starts accepting events, spawning writers on `runtime`. Called when the plugin mounts.
+    fn open(&self, runtime: Handle) {
+        self.writers.open(runtime);
+    }
+
+    /// A committed event of `session` (from `session/event`).
+    fn admit(&self, session: &Arc<Session>) {
+        self.writers
+            .admit(session, |rt, prev| self.spawn_writer(session, rt, prev));
+    }
+
+    /// `session/disposed`: the session's writer drains once more and gives up its lease.
+    fn release(&self, session: &Arc<Session>) {
+        self.writers.release(session);
+    }
+
+    async fn flush_session(&self, session: &Arc<Session>) -> Result<(), PersistenceError> {
+        Self::flush_session(self, session).await
+    }
+
+    async fn close(&self) -> Result<(), PersistenceError> {
+        Self::close(self).await
     }
 }
 

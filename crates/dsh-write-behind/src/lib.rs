@@ -20,8 +20,10 @@
 //! events loaded from storage are never written again and events appended before the writer
 //! started (a resumed session's `session/end-seed`, a fork's seed) are written too.
 
+mod mount;
 mod registry;
 
+pub use mount::{Store, mount};
 pub use registry::{Registered, Registry};
 
 use std::future::Future;

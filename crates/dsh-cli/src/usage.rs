@@ -8,6 +8,7 @@ use dsh_agent::AgentRef;
 use dsh_compaction::{ContextUse, SessionUsage, cost_usd};
 use dsh_llm::ModelCatalog;
 use dsh_session::{Session, SessionEvent};
+use dsh_tui::status::group_thousands as thousands;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -110,18 +111,6 @@ pub async fn compact(composed: &Composed, agent: &AgentRef, focus: Option<&str>)
         ),
         Err(e) => format!("not compacted: {e}"),
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

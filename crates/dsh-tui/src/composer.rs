@@ -85,7 +85,10 @@ impl Composer {
         let lines = text.lines().count();
         let chars = text.chars().count();
         if chars > PASTE_CHARS || lines > PASTE_LINES {
-            let placeholder = format!("[Pasted {} chars · {lines} lines]", group_thousands(chars));
+            let placeholder = format!(
+                "[Pasted {} chars · {lines} lines]",
+                crate::status::group_thousands(chars as u64)
+            );
             let placeholder = self.unique(placeholder);
             self.insert(&placeholder);
             self.pastes.push((placeholder, text));
@@ -262,18 +265,6 @@ impl Composer {
     pub fn clear_to_history(&mut self) {
         let _ = self.take();
     }
-}
-
-fn group_thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -92,15 +92,7 @@ pub(crate) async fn new_session(
     check_workspace(&request.cwd, request.additional_directories.len())?;
     let servers = crate::mcp::configs(&request.mcp_servers)?;
     let id = SessionId::generate();
-    let mode = Mode::initial(bridge.options.approval);
-    let state = SessionState::new(
-        id.clone(),
-        conn,
-        bridge.tools.clone(),
-        mode,
-        bridge.options.catalog.clone(),
-        bridge.ctx.get::<dsh_guard::SessionPolicies>(),
-    );
+    let state = SessionState::new(id.clone(), conn, &bridge);
     let handle = bridge
         .registry
         .create(
@@ -145,6 +137,6 @@ pub(crate) async fn new_session(
     tracing::info!(session = %id, cwd = %request.cwd.display(), "ACP session created");
     let options = models::config_options(&bridge, &state);
     Ok(NewSessionResponse::new(wire_id(&id))
-        .modes(Mode::state(mode))
+        .modes(Mode::state(state.mode()))
         .config_options((!options.is_empty()).then_some(options)))
 }

@@ -16,13 +16,13 @@ use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
 use dsh_guard::SessionPolicies;
 use dsh_kernel::{BoxError, Context, ScopeTag};
-use dsh_llm::ModelCatalog;
 use dsh_session::{EventKind, SessionEventFired, SessionId};
 use dsh_tools::{ToolRuntime, ToolsExecute};
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::bridge::Bridge;
 use crate::editor::EditorOffer;
 use crate::errors::invalid;
 use crate::modes::Mode;
@@ -72,16 +72,18 @@ struct Bound {
 }
 
 impl SessionState {
-    /// The state of session `id`, delivering through `conn` (usage updates priced from
-    /// `catalog` when given).
+    /// The state of session `id` of `bridge`, delivering through `conn`: it starts in the mode
+    /// the bridge's approval policy gives, prices usage updates from the bridge's catalog, and
+    /// tells the guard (when one is mounted) the policy its mode stands for.
     pub(crate) fn new(
         id: SessionId,
         conn: ConnectionTo<Client>,
-        tools: Arc<ToolRuntime>,
-        mode: Mode,
-        catalog: Option<ModelCatalog>,
-        policies: Option<Arc<SessionPolicies>>,
+        bridge: &Bridge,
     ) -> Arc<SessionState> {
+        let tools = bridge.tools.clone();
+        let mode = Mode::initial(bridge.options.approval);
+        let catalog = bridge.options.catalog.clone();
+        let policies = bridge.ctx.get::<SessionPolicies>();
         let terminals = Arc::new(TerminalCards::default());
         if let Some(p) = &policies {
             p.set(&id, mode.approval_policy());

@@ -82,15 +82,7 @@ async fn resume(
     }
     drop(stored);
     let servers = crate::mcp::configs(&request.mcp_servers)?;
-    let mode = Mode::initial(bridge.options.approval);
-    let state = SessionState::new(
-        id.clone(),
-        conn,
-        bridge.tools.clone(),
-        mode,
-        bridge.options.catalog.clone(),
-        bridge.ctx.get::<dsh_guard::SessionPolicies>(),
-    );
+    let state = SessionState::new(id.clone(), conn, bridge);
     let mut options = ResumeAgentOptions::new(id.clone());
     options.agent_options = bridge.options.agent_options.clone();
     options.setup = Some(crate::mcp::with_servers(
@@ -123,7 +115,7 @@ async fn resume(
     tracing::info!(session = %id, "ACP session loaded");
     let options = models::config_options(bridge, &state);
     Ok(LoadSessionResponse::new()
-        .modes(Mode::state(mode))
+        .modes(Mode::state(state.mode()))
         .config_options((!options.is_empty()).then_some(options)))
 }
 

@@ -11,12 +11,37 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, SessionConfigKind, SessionConfigOptionCategory, SessionConfigSelectOptions,
     SessionUpdate, SetSessionConfigOptionRequest, StopReason, ToolCallContent,
 };
-use common::agent_text;
 use common::child::*;
+use common::{Conn, agent_text};
 use dsh_testkit::{MockResponse, MockServer};
 
 const EXIT: Duration = Duration::from_secs(10);
 const WAIT: Duration = Duration::from_secs(20);
+
+/// Sends `prompt` and asserts, within a bound, that its turn ends normally.
+async fn ends_turn(conn: &Conn, id: &str, prompt: &str) {
+    let stop = dsh_testkit::bounded(conn.prompt_now(id, prompt))
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn, "{prompt}");
+}
+
+/// Initializes as an editor that offers its files and terminals, and opens a session.
+async fn editor_session(conn: &Conn) -> String {
+    conn.initialize_as_editor().await;
+    conn.open().await
+}
+
+/// `name` in the workspace holds `disk` on disk and `buffer` unsaved in the editor.
+fn unsaved(conn: &Conn, name: &str, disk: &str, buffer: &str) -> std::path::PathBuf {
+    let file = conn.cwd.join(name);
+    std::fs::write(&file, disk).unwrap();
+    conn.editor
+        .buffers
+        .lock()
+        .insert(file.clone(), buffer.to_owned());
+    file
+}
 
 /// Everything the model was sent in request `n` (0-based), as JSON text.
 fn sent(server: &MockServer, n: usize) -> String {
@@ -36,18 +61,14 @@ async fn read_returns_the_editors_unsaved_buffer_and_the_card_locates_the_file()
         .push(MockResponse::text("read it"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    let file = conn.cwd.join("notes.txt");
-    std::fs::write(&file, "saved on disk\n").unwrap();
-    conn.editor
-        .buffers
-        .lock()
-        .insert(file.clone(), "unsaved in the editor\n".to_owned());
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "read").await.unwrap(),
-        StopReason::EndTurn
+    let file = unsaved(
+        conn,
+        "notes.txt",
+        "saved on disk\n",
+        "unsaved in the editor\n",
     );
+    let id = editor_session(conn).await;
+    ends_turn(conn, &id, "read").await;
     let result = sent(&server, 1);
     assert!(result.contains("unsaved in the editor"), "{result}");
     assert!(!result.contains("saved on disk"), "{result}");
@@ -80,12 +101,8 @@ async fn write_arrives_in_the_editor_as_fs_write_text_file() {
         .push(MockResponse::text("written"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "write").await.unwrap(),
-        StopReason::EndTurn
-    );
+    let id = editor_session(conn).await;
+    ends_turn(conn, &id, "write").await;
     let file = conn.cwd.join("new.txt");
     assert_eq!(
         conn.editor.writes.lock().clone(),
@@ -115,18 +132,9 @@ async fn edit_changes_the_editors_unsaved_text_and_writes_it_back_through_the_ed
         .push(MockResponse::text("edited"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    let file = conn.cwd.join("lib.rs");
-    std::fs::write(&file, "fn saved() {}\n").unwrap();
-    conn.editor
-        .buffers
-        .lock()
-        .insert(file.clone(), "fn unsaved() {}\n".to_owned());
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "edit").await.unwrap(),
-        StopReason::EndTurn
-    );
+    let file = unsaved(conn, "lib.rs", "fn saved() {}\n", "fn unsaved() {}\n");
+    let id = editor_session(conn).await;
+    ends_turn(conn, &id, "edit").await;
     assert_eq!(
         conn.editor.writes.lock().clone(),
         [(file.clone(), "fn edited() {}\n".to_owned())]
@@ -155,10 +163,7 @@ async fn bash_creates_waits_for_reads_and_releases_an_editor_terminal_shown_on_t
         .lock()
         .push(("DEEPSEEK_API_KEY".to_owned(), "editor-secret".to_owned()));
     let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "run").await.unwrap(),
-        StopReason::EndTurn
-    );
+    ends_turn(conn, &id, "run").await;
     assert_eq!(conn.editor.steps(), ["create", "wait", "output", "release"]);
     let result = sent(&server, 1);
     assert!(result.contains("from-terminal key=none"), "{result}");
@@ -193,8 +198,7 @@ async fn cancel_kills_and_releases_the_editor_terminal() {
     ));
     let mut child = spawn_unconfined(&bin, &server).await;
     let conn = child.conn();
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
+    let id = editor_session(conn).await;
     let created = conn.editor.created.notified();
     let prompt = conn.prompt(&id, "wait");
     tokio::time::timeout(WAIT, created).await.unwrap();
@@ -225,12 +229,8 @@ async fn a_terminal_command_past_its_timeout_is_killed_and_reported_timed_out() 
         .push(MockResponse::text("gave up"));
     let mut child = spawn_unconfined(&bin, &server).await;
     let conn = child.conn();
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "hang").await.unwrap(),
-        StopReason::EndTurn
-    );
+    let id = editor_session(conn).await;
+    ends_turn(conn, &id, "hang").await;
     assert_eq!(
         conn.editor.steps(),
         ["create", "wait", "kill", "output", "release"]
@@ -257,17 +257,14 @@ async fn a_client_without_the_capabilities_gets_the_local_tools() {
         .push(MockResponse::text("done"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    let file = conn.cwd.join("notes.txt");
-    std::fs::write(&file, "saved on disk\n").unwrap();
-    conn.editor
-        .buffers
-        .lock()
-        .insert(file, "unsaved in the editor\n".to_owned());
-    let id = conn.session().await;
-    assert_eq!(
-        conn.prompt_now(&id, "go").await.unwrap(),
-        StopReason::EndTurn
+    unsaved(
+        conn,
+        "notes.txt",
+        "saved on disk\n",
+        "unsaved in the editor\n",
     );
+    let id = conn.session().await;
+    ends_turn(conn, &id, "go").await;
     let result = sent(&server, 1);
     assert!(result.contains("saved on disk"), "{result}");
     assert!(result.contains("from-local"), "{result}");
@@ -366,10 +363,7 @@ async fn slash_commands_are_advertised_and_run_without_a_model_request() {
         .map(|c| c.name.as_str())
         .collect();
     assert_eq!(names, ["mode", "model", "compact"]);
-    assert_eq!(
-        conn.prompt_now(&id, "/mode read-only").await.unwrap(),
-        StopReason::EndTurn
-    );
+    ends_turn(conn, &id, "/mode read-only").await;
     let updates = conn.received();
     assert!(updates.iter().any(|n| matches!(&n.update,
         SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "read-only")));
@@ -419,12 +413,8 @@ async fn a_confining_sandbox_keeps_bash_out_of_the_editors_terminals() {
     // The default mode (workspace-write) confines commands; an editor terminal could not be.
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    conn.initialize_as_editor().await;
-    let id = conn.open().await;
-    assert_eq!(
-        conn.prompt_now(&id, "run").await.unwrap(),
-        StopReason::EndTurn
-    );
+    let id = editor_session(conn).await;
+    ends_turn(conn, &id, "run").await;
     assert!(sent(&server, 1).contains("ran-locally"));
     assert!(
         conn.editor.steps().is_empty(),

@@ -162,24 +162,40 @@ fn parse(prompt: &str) -> Option<(&'static SlashCommand, &str)> {
 pub(crate) enum Started {
     /// The answer text (or a bad argument's error, as text the person reads in the thread).
     Now(String),
-    /// A body to run as the prompt's work, with the cancellation it obeys.
-    Later(BoxFuture<'static, Answer>),
+    /// A command that waits: the handler takes the prompt slot, then starts it.
+    Later(Pending),
 }
 
-/// Runs the command `prompt` names, if it names one. A waiting command gets `cancel`.
-pub(crate) fn run(
-    bridge: &Bridge,
-    record: &Arc<SessionRecord>,
-    prompt: &str,
-    cancel: CancellationToken,
-) -> Option<Started> {
+/// A waiting command, not started yet.
+pub(crate) struct Pending {
+    run: LaterFn,
+    args: String,
+}
+
+impl Pending {
+    /// The command's work, obeying `cancel`.
+    pub(crate) fn start(
+        self,
+        bridge: &Bridge,
+        record: Arc<SessionRecord>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Answer> {
+        (self.run)(bridge, record, self.args, cancel)
+    }
+}
+
+/// Runs the command `prompt` names, if it names one; a waiting one is only parsed.
+pub(crate) fn run(bridge: &Bridge, record: &SessionRecord, prompt: &str) -> Option<Started> {
     let (command, args) = parse(prompt)?;
     Some(match &command.run {
         Runner::Now(run) => Started::Now(match run(bridge, record, args) {
             Ok(text) => text,
             Err(error) => format!("Error: {}", error.message),
         }),
-        Runner::Later(run) => Started::Later(run(bridge, record.clone(), args.to_owned(), cancel)),
+        Runner::Later(run) => Started::Later(Pending {
+            run: *run,
+            args: args.to_owned(),
+        }),
     })
 }
 

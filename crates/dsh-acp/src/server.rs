@@ -29,6 +29,7 @@ use crate::errors::{AcpError, invalid, is_client_error, unknown_session};
 use crate::hangup::Hangup;
 use crate::modes::Mode;
 use crate::options::AcpOptions;
+use crate::record::SessionRecord;
 use crate::settle::{Inflight, settle};
 use crate::{commands, frames, list, models, open, prompt, replay, teardown};
 
@@ -334,31 +335,39 @@ fn connection(
 
 /// `session/prompt`: admitted in the dispatch loop, settled outside it. A `$/cancel_request`
 /// for the prompt means what `session/cancel` means; the answer is still sent, as `cancelled`.
+/// A command's answer, shown in the thread as the agent's message.
+fn say(record: &SessionRecord, text: String) {
+    record
+        .state
+        .updates
+        .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::from(text),
+        )));
+}
+
 fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
     if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
         && let Ok(text) = prompt::render(&request.prompt)
     {
-        // A waiting command holds the prompt slot under its own (never queued) message id.
-        let slot = Inflight::new(MessageId::generate());
-        match commands::run(bridge, &record, &text, slot.cancel_token()) {
+        match commands::run(bridge, &record, &text) {
             None => {}
             Some(commands::Started::Now(out)) => {
                 // A slash command: no model request; its answer streams like a reply.
-                record
-                    .state
-                    .updates
-                    .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                        ContentBlock::from(out),
-                    )));
+                say(&record, out);
                 return answer(bridge, responder, async move {
                     record.state.updates.drained().await;
                     Ok(PromptResponse::new(StopReason::EndTurn))
                 });
             }
-            Some(commands::Started::Later(work)) => {
+            Some(commands::Started::Later(pending)) => {
+                // A waiting command holds the prompt slot under its own (never queued)
+                // message id, so a prompt sent meanwhile is refused and session/cancel
+                // reaches it.
+                let slot = Inflight::new(MessageId::generate());
                 if let Err(e) = record.state.reserve_slot(&slot) {
                     return reply(responder, Err(e));
                 }
+                let work = pending.start(bridge, record.clone(), slot.cancel_token());
                 let cancellation = responder.cancellation();
                 return answer(bridge, responder, async move {
                     tokio::pin!(work);
@@ -372,12 +381,7 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
                     let stop = match done {
                         commands::Answer::Cancelled => StopReason::Cancelled,
                         commands::Answer::Text(out) => {
-                            record
-                                .state
-                                .updates
-                                .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                                    ContentBlock::from(out),
-                                )));
+                            say(&record, out);
                             StopReason::EndTurn
                         }
                     };

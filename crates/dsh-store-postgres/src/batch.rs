@@ -70,11 +70,14 @@ fn encode(events: &[Arc<SessionEvent>]) -> Result<Columns, serde_json::Error> {
 /// Commits `events` (which must continue at `expected`) for the session `header`: creates the
 /// session row when `expected` is 0, otherwise advances it from `expected`. On failure nothing
 /// was committed (or the connection broke during commit: the caller reads the count back).
+/// A created row's last activity is `created_activity` when given (an imported session was
+/// last used when its own last event happened, not when it was imported), else now.
 pub(crate) async fn commit(
     client: &mut Client,
     header: &SessionHeader,
     events: &[Arc<SessionEvent>],
     expected: u64,
+    created_activity: Option<u64>,
 ) -> Result<(), PersistenceError> {
     let id = &header.id;
     if let Some((i, e)) = events
@@ -121,7 +124,9 @@ pub(crate) async fn commit(
         tx.execute(
             "INSERT INTO dsh_sessions (id, project_key, cwd, header, header_text, origin, parent,
                  created_at, updated_at, title, first_prompt, turns, event_count, bytes)
-             VALUES ($1, $2, $3, $4::text::jsonb, $4, $5, $6, $7, (extract(epoch FROM clock_timestamp()) * 1000)::int8, $8, $9, $10, $11, $12)
+             VALUES ($1, $2, $3, $4::text::jsonb, $4, $5, $6, $7,
+                 COALESCE($13::int8, (extract(epoch FROM clock_timestamp()) * 1000)::int8),
+                 $8, $9, $10, $11, $12)
              ON CONFLICT (id) DO NOTHING",
             &[
                 &id.as_str(),
@@ -136,6 +141,7 @@ pub(crate) async fn commit(
                 &facts.turns,
                 &new_count,
                 &(header_text.len() as i64 + 1 + facts.bytes),
+                &created_activity.map(|t| t as i64),
             ],
         )
         .await

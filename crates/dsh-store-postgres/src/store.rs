@@ -234,7 +234,7 @@ impl Persistence for PostgresStore {
             tracing::warn!(session = %id, closers = closers.len(), "closing the interrupted turn of a stored session");
             let closers: Vec<_> = closers.into_iter().map(Arc::new).collect();
             let from = stored.events.len() as u64;
-            batch::commit(&mut client, &stored.header, &closers, from).await?;
+            batch::commit(&mut client, &stored.header, &closers, from, None).await?;
             stored
                 .events
                 .extend(closers.into_iter().map(Arc::unwrap_or_clone));
@@ -299,7 +299,7 @@ impl Persistence for PostgresStore {
         };
         let header = SessionHeader::new(child, now_ms(), meta);
         let forked = Session::new(header.clone(), Some(seed)).map_err(fork_error)?;
-        batch::commit(&mut client, &header, &forked.events(), 0).await?;
+        batch::commit(&mut client, &header, &forked.events(), 0, None).await?;
         Ok(header)
     }
 }

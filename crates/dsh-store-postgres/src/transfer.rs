@@ -92,7 +92,10 @@ impl PostgresStore {
             return Err(bad_row(&header.id, "the session file holds no events"));
         }
         let mut client = self.connect().await?;
-        batch::commit(&mut client, &header, &events, 0).await?;
+        // The session was last used when its last event happened, not when it is imported:
+        // listings and `-c` order it by that.
+        let last_activity = events.last().map(|e| e.time);
+        batch::commit(&mut client, &header, &events, 0, last_activity).await?;
         Ok(header)
     }
 }

@@ -162,7 +162,7 @@ impl DbSink {
                     source: std::io::Error::other("no connection"),
                 });
             };
-            match batch::commit(client, session.header(), &events, from).await {
+            match batch::commit(client, session.header(), &events, from, None).await {
                 Ok(()) => {
                     self.committed = from + events.len() as u64;
                     return Ok(self.committed);

@@ -222,6 +222,12 @@ async fn a_jsonl_session_imported_and_exported_is_byte_identical() {
         .await
         .unwrap();
     assert_eq!(&header, s.header());
+    // Its last activity is its own last event's, not the import's: `-c` and listings order it
+    // where it was used.
+    let summary = common::bounded(dsh_session::Persistence::summary(&**store, s.id()))
+        .await
+        .unwrap();
+    assert_eq!(summary.last_activity, s.events().last().unwrap().time);
     let exported = common::bounded(store.export_jsonl(s.id())).await.unwrap();
     assert_eq!(
         String::from_utf8(exported).unwrap(),

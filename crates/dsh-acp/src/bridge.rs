@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::ClientCapabilities;
-use dsh_agent::AgentRegistry;
+use dsh_agent::{AgentPlan, AgentPlanner, AgentRegistry};
 use dsh_kernel::{Context, KernelError, Notification};
 use dsh_session::{SessionId, SessionStore};
 use dsh_shell::ShellExecutor;
@@ -170,6 +170,23 @@ impl Bridge {
     /// Releases a `session/load` reservation that did not publish.
     pub(crate) fn release_load(&self, id: &SessionId) {
         self.records.lock().loading.remove(id);
+    }
+
+    /// What a new or resumed agent of this bridge should be: the composition root's plan
+    /// (`dyn AgentPlanner` on the context: the harness, which keeps a loaded session on its own
+    /// route), else the options the front end started the bridge with.
+    pub(crate) async fn plan(
+        &self,
+        resume: Option<&SessionId>,
+        cwd: &std::path::Path,
+    ) -> Result<AgentPlan, dsh_agent::AgentError> {
+        match self.ctx.get::<dyn AgentPlanner>() {
+            Some(planner) => match resume {
+                Some(id) => planner.plan_resume(id).await,
+                None => planner.plan_new(cwd).await,
+            },
+            None => Ok(AgentPlan::with_options(self.options.agent_options.clone())),
+        }
     }
 
     /// Ids of the live bridge sessions.

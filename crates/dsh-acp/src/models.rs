@@ -4,7 +4,7 @@
 //!
 //! The choice is per session and applies from the next model request on: an `agent/request`
 //! listener scoped to the session's agent swaps the model of every call it makes (the
-//! provider stays the configured one).
+//! provider stays the session's own).
 
 use std::sync::Arc;
 
@@ -23,10 +23,10 @@ use crate::record::SessionState;
 /// The config option id of the model select.
 pub(crate) const MODEL_OPTION: &str = "model";
 
-/// The models a session may choose from: the advisory catalog of the configured provider's
-/// adapter. The one place to change when the model catalog service arrives.
-fn catalog(bridge: &Bridge) -> Vec<(String, String)> {
-    let Some(provider) = bridge.options.agent_options.provider.as_deref() else {
+/// The models a session may choose from: the advisory catalog of its route's adapter. The one
+/// place to change when the model catalog service arrives.
+fn catalog(bridge: &Bridge, state: &SessionState) -> Vec<(String, String)> {
+    let Some(provider) = state.route().provider.as_deref() else {
         return Vec::new();
     };
     bridge
@@ -39,18 +39,16 @@ fn catalog(bridge: &Bridge) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The model the session uses now: its own choice, else the configured one.
-fn current(bridge: &Bridge, state: &SessionState) -> Option<String> {
-    state
-        .model()
-        .or_else(|| bridge.options.agent_options.model.clone())
+/// The model the session uses now: its own choice, else its route's.
+fn current(state: &SessionState) -> Option<String> {
+    state.model().or_else(|| state.route().model.clone())
 }
 
 /// The model in use and every model the session may switch to (a configured model outside
 /// the catalog is still the one in use, so it is listed too).
 fn offered(bridge: &Bridge, state: &SessionState) -> Option<(String, Vec<(String, String)>)> {
-    let mut models = catalog(bridge);
-    let current = current(bridge, state).or_else(|| models.first().map(|m| m.0.clone()))?;
+    let mut models = catalog(bridge, state);
+    let current = current(state).or_else(|| models.first().map(|m| m.0.clone()))?;
     if !models.iter().any(|(id, _)| *id == current) {
         models.insert(0, (current.clone(), current.clone()));
     }

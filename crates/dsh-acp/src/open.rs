@@ -92,7 +92,11 @@ pub(crate) async fn new_session(
     check_workspace(&request.cwd, request.additional_directories.len())?;
     let servers = crate::mcp::configs(&request.mcp_servers)?;
     let id = SessionId::generate();
-    let state = SessionState::new(id.clone(), conn, &bridge);
+    let plan = bridge
+        .plan(None, &request.cwd)
+        .await
+        .map_err(|e| internal(format!("cannot create the session: {}", chain(&e))))?;
+    let state = SessionState::new(id.clone(), conn, &bridge, plan.options.clone());
     let handle = bridge
         .registry
         .create(
@@ -103,10 +107,11 @@ pub(crate) async fn new_session(
                     cwd: Some(request.cwd.clone()),
                     ..SessionMeta::default()
                 },
-                agent_options: bridge.options.agent_options.clone(),
+                agent_options: plan.options,
                 setup: Some(crate::mcp::with_servers(
                     wiring(
                         state.clone(),
+                        plan.setup,
                         &bridge.options,
                         bridge.owns_approver,
                         false,

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdate, ToolCallUpdateFields,
 };
 use dsh_agent::events::{AgentErrorReported, InboxClaimed};
-use dsh_agent::{Agent, AgentHandle, AgentRef, Setup, agent_of};
+use dsh_agent::{Agent, AgentHandle, AgentOptions, AgentRef, Setup, agent_of};
 use dsh_guard::SessionPolicies;
 use dsh_kernel::{BoxError, Context, ScopeTag};
 use dsh_session::{EventKind, SessionEventFired, SessionId};
@@ -56,8 +56,10 @@ pub(crate) struct SessionState {
     /// Where the mode's approval policy goes for the guard (when one is mounted): "auto" stops
     /// the guard asking too, not only the bridge's own listener.
     policies: Option<Arc<SessionPolicies>>,
-    /// The model chosen in this session, if any (else the configured one).
+    /// The model chosen in this session, if any (else the one of its route).
     model: Mutex<Option<String>>,
+    /// The route the session's agent was planned with (provider, model, output cap).
+    route: AgentOptions,
     /// Whether the session has a title (its first prompt) the editor was told about.
     titled: AtomicBool,
     always_allowed: Mutex<HashSet<String>>,
@@ -79,6 +81,7 @@ impl SessionState {
         id: SessionId,
         conn: ConnectionTo<Client>,
         bridge: &Bridge,
+        route: AgentOptions,
     ) -> Arc<SessionState> {
         let tools = bridge.tools.clone();
         let mode = Mode::initial(bridge.options.approval);
@@ -105,6 +108,7 @@ impl SessionState {
             mode: Mutex::new(mode),
             policies,
             model: Mutex::new(None),
+            route,
             titled: AtomicBool::new(false),
             always_allowed: Mutex::new(HashSet::new()),
             bound: Mutex::new(Bound::default()),
@@ -180,6 +184,11 @@ impl SessionState {
     /// The model chosen in this session, if any.
     pub(crate) fn model(&self) -> Option<String> {
         self.model.lock().clone()
+    }
+
+    /// The route the session's agent was planned with.
+    pub(crate) fn route(&self) -> &AgentOptions {
+        &self.route
     }
 
     /// Chooses the session's model for its next requests.
@@ -259,12 +268,15 @@ impl SessionRecord {
 /// session publishes no event before setup has finished.
 pub(crate) fn wiring(
     state: Arc<SessionState>,
+    planned: Option<Setup>,
     options: &AcpOptions,
     asks_through_approver: bool,
     replay: bool,
     offer: EditorOffer,
 ) -> Setup {
-    let extra = options.agent_setup.as_ref().map(|hook| hook());
+    // The planner's setup when the composition root provides one (the harness), else the
+    // front end's own hook.
+    let extra = planned.or_else(|| options.agent_setup.as_ref().map(|hook| hook()));
     let options = options.clone();
     Box::new(move |ctx: Context| {
         async move {

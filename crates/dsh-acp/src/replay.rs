@@ -82,12 +82,20 @@ async fn resume(
     }
     drop(stored);
     let servers = crate::mcp::configs(&request.mcp_servers)?;
-    let state = SessionState::new(id.clone(), conn, bridge);
+    let plan = bridge
+        .plan(Some(id), &request.cwd)
+        .await
+        .map_err(|e| internal(format!("cannot resume session {id}: {}", chain(&e))))?;
+    if let Some(notice) = &plan.notice {
+        tracing::info!(session = %id, "{notice}");
+    }
+    let state = SessionState::new(id.clone(), conn, bridge, plan.options.clone());
     let mut options = ResumeAgentOptions::new(id.clone());
-    options.agent_options = bridge.options.agent_options.clone();
+    options.agent_options = plan.options;
     options.setup = Some(crate::mcp::with_servers(
         wiring(
             state.clone(),
+            plan.setup,
             &bridge.options,
             bridge.owns_approver,
             true,

@@ -11,6 +11,7 @@
 //! - [`AgentHandle`]: the consumer's teardown capability, returned by `create`/`resume`.
 //! - The `agent/*` event vocabulary in [`events`].
 //! - [`fold_consumed_work`].
+//! - [`AgentPlanner`]: the composition root's answer to "what should this agent be?".
 
 mod agent;
 mod consumed;
@@ -19,6 +20,7 @@ pub mod events;
 mod factory;
 mod inbox;
 mod initiator;
+mod plan;
 mod registry;
 
 pub use agent::{
@@ -32,4 +34,5 @@ pub use factory::{
 };
 pub use inbox::Inbox;
 pub use initiator::InitiatorScope;
+pub use plan::{AgentPlan, AgentPlanner};
 pub use registry::{AgentDetach, AgentRegistry};

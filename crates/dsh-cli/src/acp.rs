@@ -6,20 +6,18 @@
 
 pub(crate) mod unconfigured;
 
-use std::sync::Arc;
-
 use dsh_acp::{AcpOptions, ApprovalPolicy};
+use dsh_agent::AgentOptions;
+use dsh_harness::config::{Overrides, Settings, Source, Sourced, process_env};
+use dsh_harness::{DRAIN, FrontEnd, Harness, HarnessOptions};
 use tokio::time::Instant;
 
-use crate::compose::{agent_setup, compose_for_acp};
-use crate::config::{Settings, Source, Sourced, process_env};
-use crate::run::DRAIN;
 use crate::signals::Signals;
 
 /// Serves ACP on stdin/stdout until the client closes stdin (exit 0) or a signal stops it
 /// (130 after SIGINT, 143 after SIGTERM, once every session is cancelled, drained and saved —
 /// at most [`DRAIN`] — or at once on a second signal); returns the exit status.
-pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
+pub fn main(mut settings: Settings, flags: Overrides, auto_approve: bool) -> i32 {
     // `--auto-approve` runs every tool without asking, so the guard must not ask either (MCP
     // tools would otherwise still wait for the editor): its policy becomes `auto`, which allows
     // what only needs approval and refuses what goes beyond the sandbox. `--approval` wins.
@@ -35,7 +33,7 @@ pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
         ));
     }
     if let Err(e) = settings.check_credentials(&process_env) {
-        return unconfigured::main(&e);
+        return unconfigured::main(&e.into());
     }
     let runtime = match crate::runtime() {
         Ok(rt) => rt,
@@ -52,34 +50,39 @@ pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
                 return 1;
             }
         };
-        let composed = match compose_for_acp(&settings).await {
-            Ok(c) => c,
-            Err(e) => return unconfigured::serve(format!("{e:#}"), async { signals.first().await; }).await,
+        let guard_policy = settings.guard.approval_or(dsh_guard::ApprovalPolicy::Ask);
+        let editor_terminals =
+            settings.guard.sandbox.value == dsh_guard::SandboxMode::DangerFullAccess;
+        let options = HarnessOptions::new(FrontEnd::Editor).with_flags(flags);
+        let harness = match Harness::start(settings, options).await {
+            Ok(h) => h,
+            Err(e) => {
+                let problem = format!("{:#}", anyhow::Error::new(e));
+                return unconfigured::serve(problem, async { signals.first().await; }).await;
+            }
         };
-        if let Err(f) = composed.adapter.ready().await {
-            composed.shutdown().await;
-            let problem = format!("provider `{}`: {f}", settings.provider.value);
-            return unconfigured::serve(problem, async { signals.first().await; }).await;
+        if let Err(e) = harness.ready().await {
+            harness.shutdown().await;
+            return unconfigured::serve(e.to_string(), async { signals.first().await; }).await;
         }
         // `--approval auto|never` turns the editor's own per-call prompt off too; the guard
-        // then decides alone (see `compose`).
-        let guard_policy = settings.guard.approval_or(dsh_guard::ApprovalPolicy::Ask);
+        // then decides alone.
         let approval = if auto_approve || guard_policy != dsh_guard::ApprovalPolicy::Ask {
             ApprovalPolicy::Never
         } else {
             ApprovalPolicy::MutatingTools
         };
-        let spec = composed.agent_spec();
-        let mut options = AcpOptions::new(composed.agent_options())
-            .with_approval(approval)
-            .with_agent_setup(Arc::new(move || agent_setup(&spec)));
+        // Sessions are planned by the harness (its `AgentPlanner`: the route a loaded session
+        // keeps, instruction files, effort); these options only name the default route.
+        let settings = harness.settings();
+        let route = AgentOptions::route(&settings.provider.value, &settings.model.value);
+        let mut options = AcpOptions::new(route).with_approval(approval);
         // The editor spawns its terminals' processes itself, outside dsh's supervisor: a
         // confining sandbox mode must not be bypassed through them (R10), so `bash` runs in the
         // editor's terminals only when commands are not confined.
-        options.editor_terminals =
-            settings.guard.sandbox.value == dsh_guard::SandboxMode::DangerFullAccess;
+        options.editor_terminals = editor_terminals;
         // Editor terminals inherit the editor's environment, secrets included.
-        options.terminal_unset = crate::secrets::moved_names();
+        options.terminal_unset = dsh_harness::env::moved_names();
         options.terminal_unset.extend(
             settings
                 .providers
@@ -96,7 +99,7 @@ pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
             first_signal.first().await;
         };
         let served = dsh_acp::serve_until(
-            composed.ctx.clone(),
+            harness.context().clone(),
             options,
             tokio::io::stdin(),
             tokio::io::stdout(),
@@ -130,7 +133,7 @@ pub fn main(mut settings: Settings, auto_approve: bool) -> i32 {
         signals.exit_on_next();
         // Every agent still running (config-declared ones, or a bridge session whose teardown
         // ran out of time) is stopped, drained and flushed by the loop's shutdown.
-        composed.shutdown_by(deadline).await;
+        harness.shutdown_by(deadline).await;
         code
     });
     // The runtime reads stdin on a blocking thread that nothing can interrupt: after a signal

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::chat::Printer;
-use crate::compose::Composed;
+use dsh_harness::Harness;
 
 /// What the user answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,22 +160,22 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// Provides a terminal approver for the chat on `composed`'s context; denial reasons steer the
+/// Provides a terminal approver for the chat on the harness' context; denial reasons steer the
 /// asking agent.
 pub fn install(
-    composed: &Composed,
+    harness: &Harness,
     printer: Printer,
     current: Arc<Mutex<Option<SessionId>>>,
 ) -> anyhow::Result<Arc<TerminalApprover>> {
     let approver = Arc::new(TerminalApprover::new(printer, current));
-    let registry = composed.core.registry.clone();
+    let registry = harness.core().registry.clone();
     approver.on_reason(move |id, message| {
         if let Some(agent) = registry.get(id) {
             let _ = agent.steer(message);
         }
     });
-    composed
-        .ctx
+    harness
+        .context()
         .provide::<dyn Approver>(approver.clone())
         .map_err(|e| anyhow::anyhow!("cannot provide the approval service: {e}"))?;
     Ok(approver)

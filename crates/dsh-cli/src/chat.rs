@@ -22,11 +22,11 @@ use rustyline::{DefaultEditor, ExternalPrinter as _};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::compose::{AgentSpec, Composed};
-use crate::config::Settings;
 use crate::render::{Mode, Renderer};
 use crate::run::DRAIN;
 use crate::sink::Sink;
+use dsh_harness::config::{Overrides, Settings};
+use dsh_harness::{Harness, SessionReference, SessionRequest};
 
 /// What the person did at the prompt.
 #[derive(Debug)]
@@ -108,11 +108,24 @@ pub fn parse(line: &str) -> ChatCommand {
 pub(crate) type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
 
 /// Runs the chat; returns the exit status.
-pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
-    crate::tui::start(settings, cwd, |settings, cwd| chat(settings, cwd, resume))
+pub fn main(
+    settings: Settings,
+    flags: Overrides,
+    cwd: Option<PathBuf>,
+    reference: SessionReference,
+) -> i32 {
+    let first = reference.clone();
+    crate::tui::start(settings, cwd, &reference, |settings, cwd| {
+        chat(settings, flags, cwd, first)
+    })
 }
 
-async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyhow::Result<()> {
+async fn chat(
+    settings: Settings,
+    flags: Overrides,
+    cwd: PathBuf,
+    first: SessionReference,
+) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new().context("cannot open the terminal")?;
     let history = settings.home.value.join("history");
     let _ = editor.load_history(&history);
@@ -127,10 +140,10 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
         move |text: &str| (printer.lock())(format!("{}\n", text.trim_end()))
     };
 
-    let composed = crate::tui::compose_interactive(&settings).await?;
+    let harness = crate::tui::start_harness(settings, flags).await?;
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
-    let sink = output_sink(&composed, current.clone(), printer.clone())?;
-    let approver = crate::approve::install(&composed, printer.clone(), current.clone())?;
+    let sink = output_sink(&harness, current.clone(), printer.clone())?;
+    let approver = crate::approve::install(&harness, printer.clone(), current.clone())?;
 
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
     let (tx, mut inputs) = mpsc::unbounded_channel();
@@ -142,17 +155,13 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     say(&format!(
         "dsh {} — {} via {} in {} (/help for commands)",
         env!("CARGO_PKG_VERSION"),
-        composed.settings.model.value,
-        settings.provider.value,
+        harness.settings().model.value,
+        harness.settings().provider.value,
         cwd.display()
     ));
-    let spec = composed.agent_spec();
-    let mut handle = match resume {
-        Some(id) => open(&composed, Some(id), &cwd, &spec, &current, &say).await,
-        None => None,
-    };
+    let mut handle = open(&harness, first, &cwd, &current, &say).await;
     if handle.is_none() {
-        handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+        handle = open(&harness, SessionReference::New, &cwd, &current, &say).await;
     }
     loop {
         let input = tokio::select! {
@@ -180,31 +189,38 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
                 _ => say("(nothing to cancel; /exit or Ctrl-D to leave)"),
             },
             ChatCommand::Compact(focus) => match &handle {
-                Some(h) => {
-                    say(&crate::usage::compact(&composed, h.agent(), focus.as_deref()).await)
-                }
+                Some(h) => say(&crate::usage::compact(&harness, h.agent(), focus.as_deref()).await),
                 None => say("no session; try /new"),
             },
             ChatCommand::Context => match &handle {
-                Some(h) => say(&crate::usage::context(&composed, h.agent())),
+                Some(h) => say(&crate::usage::context(&harness, h.agent())),
                 None => say("no session; try /new"),
             },
-            ChatCommand::Sessions => match crate::sessions::list(&composed.store).await {
+            ChatCommand::Sessions => match crate::sessions::list(harness.store()).await {
                 Ok(text) => say(&text),
                 Err(e) => say(&format!("dsh: {e:#}")),
             },
             ChatCommand::New => {
                 close(handle.take()).await;
-                handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+                handle = open(&harness, SessionReference::New, &cwd, &current, &say).await;
             }
-            ChatCommand::Resume(id) => {
-                if let Some(notice) = crate::resume_route::mid_chat_notice(&settings, &id).await {
-                    say(&notice);
-                }
-                close(handle.take()).await;
-                handle = open(&composed, Some(id), &cwd, &spec, &current, &say).await;
-                if handle.is_none() {
-                    handle = open(&composed, None, &cwd, &spec, &current, &say).await;
+            ChatCommand::Resume(reference) => {
+                // The reference is checked before the current session is given up: a typo
+                // must not cost the conversation in progress.
+                match harness
+                    .locate(&SessionRequest::new(SessionReference::Resume(reference)))
+                    .await
+                {
+                    Ok(located) => {
+                        close(handle.take()).await;
+                        let reference = SessionReference::Resume(located.id.to_string());
+                        handle = open(&harness, reference, &cwd, &current, &say).await;
+                        if handle.is_none() {
+                            handle =
+                                open(&harness, SessionReference::New, &cwd, &current, &say).await;
+                        }
+                    }
+                    Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
                 }
             }
             ChatCommand::Say(text) => {
@@ -235,7 +251,7 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     }
     let _ = tokio::time::timeout(DRAIN, async {
         close(handle.take()).await;
-        composed.shutdown().await;
+        harness.shutdown().await;
     })
     .await;
     sink.close();
@@ -243,42 +259,42 @@ async fn chat(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyho
     Ok(())
 }
 
-/// Creates (or resumes) the chat's agent and points the output at it.
+/// Opens the chat's session (through the harness: the resume-route rule, prefixes, `-c`) and
+/// points the output at it first, so nothing it logs while opening is missed.
 async fn open(
-    composed: &Composed,
-    resume: Option<String>,
+    harness: &Harness,
+    reference: SessionReference,
     cwd: &std::path::Path,
-    spec: &AgentSpec,
     current: &Mutex<Option<SessionId>>,
     say: &impl Fn(&str),
 ) -> Option<AgentHandle> {
-    let resuming = resume.is_some();
-    let id = match resume {
-        Some(reference) => match crate::session_ref::resolve(&composed.store, &reference).await {
-            Ok(id) => id,
-            Err(e) => {
-                say(&format!("dsh: {e:#}"));
-                return None;
-            }
-        },
-        None => SessionId::generate(),
+    // A resumed session works in its own directory; the chat's is for new ones (and `-c`).
+    let request = match reference {
+        SessionReference::Resume(_) => SessionRequest::new(reference),
+        other => SessionRequest::new(other).in_dir(cwd),
     };
-    *current.lock() = Some(id.clone());
-    let created = if resuming {
-        composed.resume_agent(id.clone(), spec).await
-    } else {
-        composed.create_agent(id.clone(), cwd, spec).await
+    let failed = |e: dsh_harness::HarnessError| say(&format!("dsh: {:#}", anyhow::Error::new(e)));
+    let located = match harness.locate(&request).await {
+        Ok(located) => located,
+        Err(e) => {
+            failed(e);
+            return None;
+        }
     };
-    match created {
-        Ok(h) => {
-            if resuming {
-                let turns = h.agent().session().last_turn();
-                say(&format!("resumed session {id} ({turns} turns)"));
+    *current.lock() = Some(located.id.clone());
+    match harness.open_located(located, request).await {
+        Ok(opened) => {
+            for notice in &opened.notices {
+                say(&format!("dsh: {notice}"));
             }
-            Some(h)
+            if opened.resumed {
+                let turns = opened.agent().session().last_turn();
+                say(&format!("resumed session {} ({turns} turns)", opened.id()));
+            }
+            Some(opened.handle)
         }
         Err(e) => {
-            say(&format!("dsh: {:#}", anyhow::Error::new(e)));
+            failed(e);
             None
         }
     }
@@ -293,7 +309,7 @@ async fn close(handle: Option<AgentHandle>) {
 /// Renders the current session's events above the prompt, a complete line at a time (a
 /// partial line would be redrawn under the prompt on every delta).
 fn output_sink(
-    composed: &Composed,
+    harness: &Harness,
     current: Arc<Mutex<Option<SessionId>>>,
     printer: Printer,
 ) -> anyhow::Result<Sink> {
@@ -304,7 +320,7 @@ fn output_sink(
         let current = current.clone();
         move |id: &SessionId| current.lock().as_ref() == Some(id)
     };
-    Sink::start(&composed.ctx, filter, move |event| {
+    Sink::start(harness.context(), filter, move |event| {
         let id = current.lock().clone();
         if id != shown {
             // A new session: start from a clean line with fresh call bookkeeping.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::Overrides;
+use dsh_harness::config::Overrides;
 
 /// dsh runs coding agents against real LLM providers: headless (`dsh run`), as an interactive
 /// chat in a terminal (`dsh` with no arguments), and over stored sessions (`dsh sessions`).
@@ -223,6 +223,15 @@ pub enum OriginFilter {
     Top,
     /// Sessions of subagents.
     Subagent,
+}
+
+impl From<OriginFilter> for dsh_harness::OriginFilter {
+    fn from(filter: OriginFilter) -> Self {
+        match filter {
+            OriginFilter::Top => Self::Top,
+            OriginFilter::Subagent => Self::Subagent,
+        }
+    }
 }
 
 /// `dsh hooks …`.

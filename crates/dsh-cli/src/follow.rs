@@ -16,13 +16,13 @@ use tokio::sync::mpsc::Receiver;
 use tokio::time::Instant;
 
 use crate::render::{Mode, Renderer};
-use crate::store::Store;
+use dsh_harness::Store;
 
 /// Prints the session `reference` names and follows it. Returns when the reader of stdout
 /// goes away (a closed pipe is not a failure); a lost connection is an error.
 pub async fn follow(store: &Store, reference: &str) -> anyhow::Result<()> {
     let postgres = store.postgres("dsh sessions show --follow")?;
-    let id = crate::session_ref::resolve(store, reference).await?;
+    let id = store.resolve(reference).await?;
     let stored = store.read(&id).await?;
     // Subscribed before anything is printed: events committed from here on are all delivered.
     let mut next = stored.events.len() as u64;

@@ -1,68 +1,8 @@
-//! MCP in the binary: mounting the configured servers, and `dsh mcp list`.
+//! `dsh mcp list`: the configured servers, started, listed and stopped.
 
-use std::sync::Arc;
-
-use anyhow::Context as _;
-use dsh_kernel::{Context, PluginHandle};
-use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin, McpServers, ServerState};
-
-use crate::config::Settings;
-
-/// The options every front end starts the configured servers with: stdio servers work in the
-/// current directory, provider key and bearer token variables are never passed to them by
-/// name, tokens come from dsh's secrets, and a server that fails to start is said on stderr
-/// (the session goes on without it).
-fn options(settings: &Settings) -> anyhow::Result<McpOptions> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let mut options = McpOptions::new(cwd);
-    options.hidden_env = settings
-        .providers
-        .values()
-        .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
-        .collect();
-    // A bearer token variable is a secret too: never passed to a server by name.
-    options.hidden_env.extend(
-        settings
-            .mcp_servers
-            .iter()
-            .filter_map(|s| match &s.transport {
-                dsh_mcp::Transport::Http {
-                    bearer_token_env_var,
-                    ..
-                } => bearer_token_env_var.clone(),
-                dsh_mcp::Transport::Stdio { .. } => None,
-            }),
-    );
-    options.on_failure = Some(Arc::new(|error| eprintln!("dsh: {error}")));
-    // Tokens are read from dsh's private copy of its secrets (the environment no longer holds
-    // them after start-up), else from the environment.
-    options.lookup = Arc::new(crate::config::process_env);
-    Ok(options)
-}
-
-/// Puts the session's sandbox on `ctx` for every stdio server started there: the configured
-/// ones and the ones an editor sends over ACP.
-fn confine(ctx: &Context, settings: &Settings) -> anyhow::Result<()> {
-    ctx.provide::<dyn CommandConfinement>(crate::guard::mcp_confinement(settings))
-        .context("cannot set up the sandbox of MCP servers")
-}
-
-/// Mounts the configured servers (started in the background; the first model request waits
-/// for them), or nothing when none is configured; either way stdio servers started on `ctx`
-/// later (ACP's `mcpServers`) run in the sandbox.
-pub async fn mount(ctx: &Context, settings: &Settings) -> anyhow::Result<Option<PluginHandle>> {
-    confine(ctx, settings)?;
-    if settings.mcp_servers.is_empty() {
-        return Ok(None);
-    }
-    let options = options(settings)?;
-    let plugin = McpPlugin::new(settings.mcp_servers.clone(), options);
-    Ok(Some(
-        ctx.plugin(plugin)
-            .await
-            .context("cannot start the MCP servers")?,
-    ))
-}
+use dsh_harness::Settings;
+use dsh_kernel::Context;
+use dsh_mcp::{McpServers, ServerState};
 
 /// `dsh mcp list`: starts every configured server, waits for each to come up or fail, prints
 /// one block per server (state, then its tools as the model sees them), stops them. Exit
@@ -83,8 +23,8 @@ pub fn list(settings: Settings) -> i32 {
     }
     let statuses = runtime.block_on(async {
         let ctx = Context::new();
-        confine(&ctx, &settings)?;
-        let mut options = options(&settings)?;
+        dsh_harness::mcp::confine(&ctx, &settings)?;
+        let mut options = dsh_harness::mcp::options(&settings)?;
         // Failures are part of the listing; no second report on stderr.
         options.on_failure = None;
         let servers = McpServers::start(&ctx, settings.mcp_servers.clone(), options)

@@ -11,29 +11,35 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dsh_agent::{AgentHandle, AgentRef, CancelCause, CancelOptions};
 use dsh_session::{EventKind, Message, SessionEvent, SessionId, TurnEndReason};
 use serde::Serialize;
 
+use dsh_harness::config::{ConfigError, Overrides, Settings, process_env};
+use dsh_harness::{
+    FrontEnd, Harness, HarnessOptions, LocatedSession, SessionReference, SessionRequest,
+    workspace_dir,
+};
+
 use crate::cli::{OutputFormat, RunArgs};
-use crate::compose::{AgentSpec, ComposeOptions, Composed, compose};
-use crate::config::{Settings, process_env};
 use crate::render::{Mode, Renderer};
 use crate::signals::{Signals, Stop};
 use crate::sink::Sink;
 use crate::usage::UsageFields;
 
-/// How long a graceful stop may take (cancel and drain, then teardown) before dsh gives up on
-/// it and exits anyway.
-pub const DRAIN: Duration = Duration::from_secs(5);
+pub use dsh_harness::DRAIN;
 
 /// Exit status for usage errors.
 pub const USAGE: i32 = 2;
 
 /// Runs `dsh run`; returns the exit status.
-pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathBuf>) -> i32 {
+pub fn main(
+    args: RunArgs,
+    settings: Result<Settings, ConfigError>,
+    flags: Overrides,
+    cwd: Option<PathBuf>,
+) -> i32 {
     let task = match crate::piped::task(&args.task) {
         crate::piped::Task::Text(task) => task,
         crate::piped::Task::Usage(message) => {
@@ -48,21 +54,34 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
     let settings = match settings {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {e}");
             return 1;
         }
     };
-    if let Err(e) = settings.check_credentials(&process_env) {
-        eprintln!("dsh: {e:#}");
+    let reference = crate::reference(args.resume.clone(), args.continue_last);
+    // A new session uses the configured route: its key is checked before anything starts. A
+    // resumed one keeps its own route, which the harness checks when it opens it.
+    if reference == SessionReference::New
+        && let Err(e) = settings.check_credentials(&process_env)
+    {
+        eprintln!("dsh: {e}");
         return 1;
     }
     let explicit_cwd = cwd.is_some();
-    let cwd = match crate::workspace_dir(cwd) {
+    let cwd = match workspace_dir(cwd) {
         Ok(cwd) => cwd,
         Err(e) => {
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {e}");
             return 1;
         }
+    };
+    let request = SessionRequest {
+        // A resumed session keeps its own directory; the harness says so when --cwd named
+        // another one.
+        cwd: (explicit_cwd || !matches!(reference, SessionReference::Resume(_))).then_some(cwd),
+        reference,
+        max_turns: args.max_turns,
+        ..SessionRequest::default()
     };
     let runtime = match crate::runtime() {
         Ok(rt) => rt,
@@ -79,29 +98,20 @@ pub fn main(args: RunArgs, settings: anyhow::Result<Settings>, cwd: Option<PathB
                 return 1;
             }
         };
-        let composed = match compose(
-            &settings,
-            ComposeOptions {
-                // Headless: nobody can be asked, so what would ask is refused with a reason.
-                approval: Some(dsh_guard::ApprovalPolicy::Never),
-                ..ComposeOptions::default()
-            },
-        )
-        .await
-        {
-            Ok(c) => c,
+        let options = HarnessOptions::new(FrontEnd::Headless).with_flags(flags);
+        let harness = match Harness::start(settings, options).await {
+            Ok(h) => h,
             Err(e) => {
-                eprintln!("dsh: {e:#}");
+                eprintln!("dsh: {:#}", anyhow::Error::new(e));
                 return 1;
             }
         };
-        let workspace = Workspace {
-            dir: cwd,
-            explicit: explicit_cwd,
-        };
-        let code = drive(&composed, &args, task, workspace, signals.clone()).await;
+        for notice in harness.notices() {
+            eprintln!("dsh: {notice}");
+        }
+        let code = drive(&harness, &args, task, request, signals.clone()).await;
         signals.exit_on_next();
-        composed
+        harness
             .shutdown_by(tokio::time::Instant::now() + DRAIN)
             .await;
         code
@@ -199,17 +209,11 @@ fn print_result_line(
     }
 }
 
-/// The working directory a run was given, and whether the user named it (`--cwd`).
-struct Workspace {
-    dir: PathBuf,
-    explicit: bool,
-}
-
 async fn drive(
-    composed: &Composed,
+    harness: &Harness,
     args: &RunArgs,
     task: String,
-    workspace: Workspace,
+    request: SessionRequest,
     mut signals: Signals,
 ) -> i32 {
     let started = std::time::Instant::now();
@@ -221,29 +225,24 @@ async fn drive(
         args.output_format,
         OutputFormat::StreamJson | OutputFormat::Json
     );
-    let cwd = workspace.dir;
-    let resuming = args.resume.is_some() || args.continue_last;
-    let picked = match (&args.resume, args.continue_last) {
-        (Some(reference), _) => crate::session_ref::resolve(&composed.store, reference).await,
-        (None, true) => crate::session_ref::newest_in(&composed.store, &cwd).await,
-        (None, false) => Ok(SessionId::generate()),
-    };
-    let id = match picked {
-        Ok(id) => id,
+    let located = match harness.locate(&request).await {
+        Ok(located) => located,
         Err(e) => {
             if args.output_format == OutputFormat::StreamJson {
                 let named = SessionId::new(args.resume.as_deref().unwrap_or_default());
                 print_result_line(&named, 1, None, "", elapsed());
             }
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {:#}", anyhow::Error::new(e));
             return 1;
         }
     };
+    let LocatedSession { id, .. } = located.clone();
+    let ctx = harness.context();
     let progress = args.output_format == OutputFormat::Text && std::io::stderr().is_terminal();
     let sink = match args.output_format {
-        OutputFormat::StreamJson => Some(Sink::stream_json(&composed.ctx, id.clone())),
+        OutputFormat::StreamJson => Some(Sink::stream_json(ctx, id.clone())),
         OutputFormat::Text if progress => Some(Sink::render(
-            &composed.ctx,
+            ctx,
             id.clone(),
             Renderer::new(Mode::Live),
             |text| {
@@ -261,17 +260,8 @@ async fn drive(
             return 1;
         }
     };
-    let spec = AgentSpec {
-        max_turns: args.max_turns,
-        ..composed.agent_spec()
-    };
-    let created = if resuming {
-        composed.resume_agent(id.clone(), &spec).await
-    } else {
-        composed.create_agent(id.clone(), &cwd, &spec).await
-    };
-    let handle = match created {
-        Ok(h) => h,
+    let opened = match harness.open_located(located, request).await {
+        Ok(opened) => opened,
         Err(e) => {
             if let Some(sink) = sink {
                 sink.close();
@@ -283,19 +273,11 @@ async fn drive(
             return 1;
         }
     };
-    let agent = handle.agent().clone();
-    // A resumed session keeps the directory it was started in; say so rather than silently
-    // ignoring a `--cwd` that names another one.
-    if workspace.explicit
-        && let Some(stored) = agent.session().header().cwd.as_deref()
-        && !crate::same_dir(stored, &cwd)
-    {
-        eprintln!(
-            "dsh: ignoring --cwd {}: session {id} works in {}",
-            cwd.display(),
-            stored.display()
-        );
+    for notice in &opened.notices {
+        eprintln!("dsh: {notice}");
     }
+    let handle = opened.handle;
+    let agent = handle.agent().clone();
     agent.when_idle().await;
     let first_seq = agent.session().len();
     if let Err(e) = agent.followup(Message::user_text(task)) {
@@ -309,7 +291,7 @@ async fn drive(
         return 1;
     }
     let stop = tokio::select! {
-        () = composed.when_quiet(&agent) => None,
+        () = harness.when_quiet(&agent) => None,
         stop = signals.first() => Some(stop),
     };
     if let Some(stop) = stop {
@@ -318,7 +300,7 @@ async fn drive(
     signals.exit_on_next();
     // A disposed agent (SIGTERM) already flushed its session while detaching it.
     if agent.session().is_attached()
-        && let Err(error) = composed.core.store.flush(agent.session()).await
+        && let Err(error) = harness.core().store.flush(agent.session()).await
     {
         tracing::warn!(%error, "flushing the session failed");
     }
@@ -334,7 +316,7 @@ async fn drive(
         OutputFormat::StreamJson | OutputFormat::Json => {
             let events = agent.session().events();
             let (usage, cost_usd) =
-                crate::usage::of(&events, first_seq, &composed.settings.catalog);
+                crate::usage::of(&events, first_seq, &harness.settings().catalog);
             let spent = Spent {
                 usage,
                 cost_usd,
@@ -361,10 +343,10 @@ async fn drive(
         }
     }
     if progress {
-        if let Some(compaction) = composed.compaction() {
+        if let Some(compaction) = harness.compaction() {
             let context = compaction.context_use(agent.session());
             let line =
-                crate::usage::summary_line(agent.session(), &context, &composed.settings.catalog);
+                crate::usage::summary_line(agent.session(), &context, &harness.settings().catalog);
             eprintln!("dsh: {line}");
         }
         eprintln!("dsh: session {id}");

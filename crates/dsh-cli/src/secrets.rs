@@ -14,24 +14,21 @@
 //!    re-executes `/proc/self/exe` with the same arguments and an environment without them;
 //!    the memfd's descriptor number travels in [`HANDOFF`] (`FD,PID`, not secret).
 //! 3. The re-executed dsh (same pid) finds [`HANDOFF`] naming its own pid, reads the secrets
-//!    into memory ([`lookup`]) and closes the memfd before anything else runs, so no child can
+//!    into memory (handed to `dsh_harness::env`) and closes the memfd before anything else runs, so no child can
 //!    inherit it.
 //! 4. Either way, it marks the process not dumpable (`PR_SET_DUMPABLE = 0`, as Codex does):
 //!    processes of the same user can then neither read `/proc/<dsh>/environ` or `mem` nor
 //!    attach a debugger.
 //!
-//! Keys are read through [`lookup`] (the private copy), never from `std::env`.
+//! Keys are read through `dsh_harness::env` (the private copy), never from `std::env`.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, RawFd};
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::os::unix::process::CommandExt as _;
-use std::sync::OnceLock;
-
-use dsh_llm_openai::ApiKeySource;
 
 /// The variable telling a re-executed dsh where its secrets are: `FD,PID`. The pid makes a
 /// stale copy inherited by another dsh (started by a hook, say) harmless: it names a process
@@ -40,9 +37,6 @@ pub const HANDOFF: &str = "DSH_SECRETS_FD";
 
 /// The memfd's name, checked on the receiving side (`/proc/self/fd/N` → `/memfd:dsh-secrets`).
 const MEMFD_NAME: &str = "dsh-secrets";
-
-/// The secret variables, moved out of the environment at start-up.
-static VAULT: OnceLock<BTreeMap<OsString, OsString>> = OnceLock::new();
 
 /// Moves secret variables out of dsh's environment (re-executing dsh once when there are any)
 /// and makes the process non-dumpable. Must run first in `main`, while the process has one
@@ -74,44 +68,9 @@ pub fn protect() {
             }
         }
     };
-    let _ = VAULT.set(vault);
+    dsh_harness::env::adopt_secrets(vault);
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         eprintln!("dsh: warning: cannot make the process non-dumpable: {e}");
-    }
-}
-
-/// The names of the secret variables moved out of dsh's environment at start-up (for places
-/// that must unset them in an environment dsh does not build, such as an editor's terminal).
-pub fn moved_names() -> Vec<String> {
-    VAULT
-        .get()
-        .map(|vault| {
-            vault
-                .keys()
-                .filter_map(|k| k.to_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A secret variable's value from the private copy taken at start-up (`None` when it was not
-/// set, or was not secret: those stay in the environment).
-pub fn lookup(name: &str) -> Option<String> {
-    VAULT
-        .get()?
-        .get(OsStr::new(name))
-        .and_then(|v| v.to_str())
-        .map(str::to_owned)
-}
-
-/// The key source of a provider whose key lives in the variable `env`: the value taken at
-/// start-up (the environment no longer holds it), or missing.
-pub fn key_source(env: &str) -> ApiKeySource {
-    match crate::config::process_env(env) {
-        Some(key) => ApiKeySource::captured(env, key),
-        None => ApiKeySource::Missing {
-            env: env.to_owned(),
-        },
     }
 }
 
@@ -141,13 +100,13 @@ fn split_env(
 /// `bearer_token_env_var` and the store's `password_env`, read leniently: a file that does not
 /// parse yields none here, and the real load reports it a moment later.
 fn configured_key_names() -> Vec<OsString> {
-    let mut names = vec![OsString::from(crate::config::store::STORE_URL_ENV)];
+    let mut names = vec![OsString::from(dsh_harness::config::store::STORE_URL_ENV)];
     names.extend(file_key_names());
     names
 }
 
 fn file_key_names() -> Vec<OsString> {
-    let Ok(home) = crate::config::dsh_home(&crate::config::process_env) else {
+    let Ok(home) = dsh_harness::config::dsh_home(&dsh_harness::env::process_env) else {
         return Vec::new();
     };
     let Ok(text) = std::fs::read_to_string(home.value.join("config.toml")) else {

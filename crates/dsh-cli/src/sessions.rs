@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 use dsh_session::StoredSession;
 
-use crate::config::Settings;
+use dsh_harness::config::{ConfigError, Overrides, Settings};
+use dsh_harness::{SessionReference, Store};
+
 use crate::render::{Mode, Renderer, one_line};
-use crate::store::Store;
 
 /// `dsh sessions list`: one row per stored session, most recently active first.
 pub async fn list(store: &Store) -> anyhow::Result<String> {
@@ -25,7 +26,7 @@ pub async fn list_where(
     origin: Option<crate::cli::OriginFilter>,
 ) -> anyhow::Result<String> {
     let listings = store
-        .listings_where(cwd, origin)
+        .listings_where(cwd, origin.map(Into::into))
         .await
         .context("cannot list sessions")?;
     let mut out = String::new();
@@ -75,7 +76,7 @@ pub async fn list_where(
 /// repairs nor locks the file, so a session running in another dsh can be watched; a last turn
 /// without its end is shown as such.
 pub async fn show(store: &Store, id: &str) -> anyhow::Result<String> {
-    let id = crate::session_ref::resolve(store, id).await?;
+    let id = store.resolve(id).await?;
     let stored = store.read(&id).await?;
     let mut out = heading(store, &stored).await;
     let mut renderer = Renderer::new(Mode::Transcript);
@@ -126,14 +127,15 @@ pub async fn heading(store: &Store, stored: &StoredSession) -> String {
 
 /// `dsh sessions fork ID [--at SEQ]`: returns the new session's id.
 pub async fn fork(store: &Store, id: &str, at: Option<u64>) -> anyhow::Result<String> {
-    let source = crate::session_ref::resolve(store, id).await?;
+    let source = store.resolve(id).await?;
     let header = store.fork(&source, at, None).await?;
     Ok(header.id.to_string())
 }
 
 /// Runs a `sessions` subcommand against the store of `settings`; returns the exit status.
 pub fn main(
-    settings: anyhow::Result<Settings>,
+    settings: Result<Settings, ConfigError>,
+    flags: Overrides,
     command: &crate::cli::SessionsCommand,
     plain: bool,
 ) -> i32 {
@@ -141,12 +143,13 @@ pub fn main(
     let settings = match settings {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {e}");
             return 1;
         }
     };
     if let C::Resume { id } = command {
-        return crate::tui::interactive(settings, None, Some(id.clone()), plain);
+        let reference = SessionReference::Resume(id.clone());
+        return crate::tui::interactive(settings, flags, None, reference, plain);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -11,8 +11,7 @@ use dsh_session::persistence::SessionLocation;
 use dsh_session::{Persistence as _, PersistenceError, SessionHeader};
 use dsh_store_jsonl::JsonlStore;
 
-use crate::config::Settings;
-use crate::store::Store;
+use dsh_harness::{Settings, Store};
 
 /// Imports each source (a session file, or the id of a session under `$DSH_HOME/sessions`)
 /// into the PostgreSQL store; returns one line per imported session. Stops at the first
@@ -89,7 +88,7 @@ pub async fn import_all(store: &Store, settings: &Settings) -> anyhow::Result<St
 
 /// The file of the JSONL session `reference` names.
 async fn locate(files: &Store, reference: &str) -> anyhow::Result<PathBuf> {
-    let id = crate::session_ref::resolve(files, reference).await?;
+    let id = files.resolve(reference).await?;
     match files.locate(&id).await {
         Ok(SessionLocation::File(path)) => Ok(path),
         Ok(_) => Err(anyhow!("session {id} is not stored in a file")),
@@ -112,7 +111,7 @@ pub async fn export(
     out: Option<&Path>,
 ) -> anyhow::Result<String> {
     let postgres = store.postgres("dsh sessions export")?;
-    let id = crate::session_ref::resolve(store, reference).await?;
+    let id = store.resolve(reference).await?;
     let bytes = postgres.export_jsonl(&id).await?;
     let path = match out {
         Some(path) if path == Path::new("-") => {

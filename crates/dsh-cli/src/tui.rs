@@ -1,7 +1,7 @@
 //! The full-screen UI, composed: `dsh` and `dsh chat` on a terminal (unless `--plain`).
 //!
 //! `dsh-tui` drives agents through the [`TuiHost`] seam; this module is that host over the
-//! shared composition (the same agents `dsh run` and the line chat get).
+//! harness (the same sessions, routes and policy `dsh run` and the line chat get).
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -9,15 +9,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_agent::AgentHandle;
+use dsh_harness::config::{Overrides, Settings, process_env};
+use dsh_harness::{
+    DRAIN, FrontEnd, Harness, HarnessError, HarnessOptions, SessionReference, SessionRequest,
+    workspace_dir,
+};
 use dsh_kernel::Context;
-use dsh_llm::Adapter as _;
 use dsh_session::{SessionId, SessionOrigin};
 use dsh_tui::runner::TuiOptions;
 use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
-
-use crate::compose::{AgentSpec, ComposeOptions, Composed, compose};
-use crate::config::{Settings, process_env};
-use crate::run::DRAIN;
 
 /// Whether `dsh`/`dsh chat` should start the full-screen UI: both ends are terminals, the
 /// terminal is not `dumb` and `--plain` was not given.
@@ -32,34 +32,40 @@ pub fn wanted(plain: bool) -> bool {
 /// UI when [`wanted`], else the line chat.
 pub fn interactive(
     settings: Settings,
+    flags: Overrides,
     cwd: Option<PathBuf>,
-    resume: Option<String>,
+    reference: SessionReference,
     plain: bool,
 ) -> i32 {
     if wanted(plain) {
-        main(settings, cwd, resume)
+        main(settings, flags, cwd, reference)
     } else {
-        crate::chat::main(settings, cwd, resume)
+        crate::chat::main(settings, flags, cwd, reference)
     }
 }
 
 struct Host {
-    composed: Composed,
+    harness: Harness,
     cwd: PathBuf,
-    spec: AgentSpec,
+}
+
+/// A host error in the words `dsh` prints everywhere: the error and its causes.
+fn host_error(e: HarnessError) -> HostError {
+    HostError(format!("{:#}", anyhow::Error::new(e)))
 }
 
 #[async_trait]
 impl TuiHost for Host {
     fn ctx(&self) -> &Context {
-        &self.composed.ctx
+        self.harness.context()
     }
 
     fn info(&self) -> HostInfo {
-        let settings = &self.composed.settings;
+        let settings = self.harness.settings();
         let models = self
-            .composed
-            .adapter
+            .harness
+            .core()
+            .llm
             .list_models(&settings.provider.value)
             .into_iter()
             .map(|m| ModelEntry {
@@ -68,33 +74,31 @@ impl TuiHost for Host {
                 prices: None,
             })
             .collect();
+        // The policy of a session that has no choice of its own yet: what a new one runs under.
+        let policy = self.harness.policy(&SessionId::new(""));
         HostInfo {
             model: settings.model.value.clone(),
             provider: settings.provider.value.clone(),
             cwd: self.cwd.clone(),
-            mode: "no sandbox · no approvals".to_owned(),
+            mode: policy.describe(),
             models,
         }
     }
 
     async fn create(&self) -> Result<AgentHandle, HostError> {
-        self.composed
-            .create_agent(SessionId::generate(), &self.cwd, &self.spec)
-            .await
-            .map_err(|e| HostError(format!("{:#}", anyhow::Error::new(e))))
+        let request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
+        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
     }
 
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
-        self.composed
-            .resume_agent(id.clone(), &self.spec)
-            .await
-            .map_err(|e| HostError(format!("cannot resume {id}: {:#}", anyhow::Error::new(e))))
+        let request = SessionRequest::new(SessionReference::Resume(id.to_string()));
+        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
     }
 
     async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError> {
         let listings = self
-            .composed
-            .store
+            .harness
+            .store()
             .listings()
             .await
             .map_err(|e| HostError(e.to_string()))?;
@@ -113,29 +117,40 @@ impl TuiHost for Host {
 }
 
 /// Runs the full-screen UI; returns the exit status.
-pub fn main(settings: Settings, cwd: Option<PathBuf>, resume: Option<String>) -> i32 {
-    start(settings, cwd, |settings, cwd| tui(settings, cwd, resume))
+pub fn main(
+    settings: Settings,
+    flags: Overrides,
+    cwd: Option<PathBuf>,
+    reference: SessionReference,
+) -> i32 {
+    let first = reference.clone();
+    start(settings, cwd, &reference, |settings, cwd| {
+        tui(settings, flags, cwd, first)
+    })
 }
 
-/// The start every interactive front end shares: credentials checked, the working directory
-/// resolved, the runtime built, then `body` run on it; its error is printed. Returns the exit
-/// status.
+/// The start every interactive front end shares: credentials checked (for a new session: a
+/// resumed one keeps its own route, checked when it opens), the working directory resolved,
+/// the runtime built, then `body` run on it; its error is printed. Returns the exit status.
 pub fn start<F>(
     settings: Settings,
     cwd: Option<PathBuf>,
+    reference: &SessionReference,
     body: impl FnOnce(Settings, PathBuf) -> F,
 ) -> i32
 where
     F: Future<Output = anyhow::Result<()>>,
 {
-    if let Err(e) = settings.check_credentials(&process_env) {
-        eprintln!("dsh: {e:#}");
+    if *reference == SessionReference::New
+        && let Err(e) = settings.check_credentials(&process_env)
+    {
+        eprintln!("dsh: {e}");
         return 1;
     }
-    let cwd = match crate::workspace_dir(cwd) {
+    let cwd = match workspace_dir(cwd) {
         Ok(cwd) => cwd,
         Err(e) => {
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {e}");
             return 1;
         }
     };
@@ -158,37 +173,51 @@ where
 /// The harness of an interactive front end: configured agents started, and the provider
 /// checked now (a chat is long-lived: a bad provider setting shows at start, not at the first
 /// message).
-pub async fn compose_interactive(settings: &Settings) -> anyhow::Result<Composed> {
-    let composed = compose(
-        settings,
-        ComposeOptions {
-            start_configured_agents: true,
-            approval: None,
-        },
-    )
-    .await?;
-    composed
-        .adapter
-        .ready()
-        .await
-        .map_err(|f| anyhow::anyhow!("provider `{}`: {f}", settings.provider.value))?;
-    Ok(composed)
+pub async fn start_harness(settings: Settings, flags: Overrides) -> anyhow::Result<Harness> {
+    let options = HarnessOptions::new(FrontEnd::Interactive).with_flags(flags);
+    let harness = Harness::start(settings, options).await?;
+    if let Err(e) = harness.ready().await {
+        harness.shutdown().await;
+        return Err(e.into());
+    }
+    for notice in harness.notices() {
+        eprintln!("dsh: {notice}");
+    }
+    Ok(harness)
 }
 
-async fn tui(settings: Settings, cwd: PathBuf, resume: Option<String>) -> anyhow::Result<()> {
-    let composed = compose_interactive(&settings).await?;
-    let host = Arc::new(Host {
-        composed,
-        cwd,
-        spec: AgentSpec::default(),
-    });
+async fn tui(
+    settings: Settings,
+    flags: Overrides,
+    cwd: PathBuf,
+    reference: SessionReference,
+) -> anyhow::Result<()> {
+    let history = settings.home.value.join("tui-history.jsonl");
+    let harness = start_harness(settings, flags).await?;
+    // `-c` is found before the UI starts; an id (or a prefix of one) is resolved as the UI
+    // resumes it, so a bad one is reported in the UI.
+    let resume = match &reference {
+        SessionReference::New => None,
+        SessionReference::Resume(reference) => Some(SessionId::new(reference.as_str())),
+        other => {
+            let request = SessionRequest::new(other.clone()).in_dir(&cwd);
+            match harness.locate(&request).await {
+                Ok(located) => Some(located.id),
+                Err(e) => {
+                    harness.shutdown().await;
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    let host = Arc::new(Host { harness, cwd });
     let options = TuiOptions {
-        resume: resume.map(SessionId::from),
-        history: Some(settings.home.value.join("tui-history.jsonl")),
+        resume,
+        history: Some(history),
         keyboard_protocol: std::env::var("DSH_TUI_KEYBOARD_PROTOCOL").map_or(true, |v| v != "0"),
     };
     let result = dsh_tui::run(host.clone(), options).await;
-    host.composed
+    host.harness
         .shutdown_by(tokio::time::Instant::now() + DRAIN)
         .await;
     let exit = result?;

@@ -12,7 +12,7 @@ use dsh_tui::status::group_thousands as thousands;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::compose::Composed;
+use dsh_harness::Harness;
 
 /// The `usage` object of the result line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -78,12 +78,12 @@ pub fn summary_line(session: &Session, context: &ContextUse, catalog: &ModelCata
 }
 
 /// `/context`: the summary line of `agent`'s session.
-pub fn context(composed: &Composed, agent: &AgentRef) -> String {
-    match composed.compaction() {
+pub fn context(harness: &Harness, agent: &AgentRef) -> String {
+    match harness.compaction() {
         Some(c) => summary_line(
             agent.session(),
             &c.context_use(agent.session()),
-            &composed.settings.catalog,
+            &harness.settings().catalog,
         ),
         None => "context use is not available (compaction is not mounted)".to_owned(),
     }
@@ -91,8 +91,8 @@ pub fn context(composed: &Composed, agent: &AgentRef) -> String {
 
 /// `/compact [focus]`: compacts `agent`'s history now (it must be idle) and says what
 /// changed. The chat waits for it; the summary's output ceiling bounds how long.
-pub async fn compact(composed: &Composed, agent: &AgentRef, focus: Option<&str>) -> String {
-    let Some(service) = composed.compaction() else {
+pub async fn compact(harness: &Harness, agent: &AgentRef, focus: Option<&str>) -> String {
+    let Some(service) = harness.compaction() else {
         return "compaction is not mounted".to_owned();
     };
     match service

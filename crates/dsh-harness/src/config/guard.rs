@@ -18,12 +18,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
 use dsh_guard::{ApprovalPolicy, LandlockProbe, Rule, Rules, SandboxMode};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Overrides, Source, Sourced, located, toml_string};
+use crate::error::{ConfigError, config_bail};
 
 /// `[sandbox]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -89,13 +89,13 @@ pub(super) fn resolve(
     flags: &Overrides,
     path: &Path,
     text: &str,
-) -> anyhow::Result<GuardSettings> {
+) -> Result<GuardSettings, ConfigError> {
     let at = |span: std::ops::Range<usize>| located(path, text, span.start);
     let mode = match (flags.sandbox, sandbox.mode) {
         (Some(mode), _) => Sourced::new(mode, Source::Flag("--sandbox")),
         (None, Some(mode)) => match mode.get_ref().parse::<SandboxMode>() {
             Ok(value) => Sourced::new(value, Source::File),
-            Err(e) => bail!("invalid config file {}: sandbox.mode: {e}", at(mode.span())),
+            Err(e) => config_bail!("invalid config file {}: sandbox.mode: {e}", at(mode.span())),
         },
         (None, None) => Sourced::new(SandboxMode::default(), Source::Default),
     };
@@ -112,7 +112,7 @@ pub(super) fn resolve(
         Some(p) => match p.get_ref().as_str() {
             "best-effort" => Sourced::new(Protect::BestEffort, Source::File),
             "require" => Sourced::new(Protect::Require, Source::File),
-            other => bail!(
+            other => config_bail!(
                 "invalid config file {}: sandbox.protect: expected \"best-effort\" or \
                  \"require\", got {other:?}",
                 at(p.span())
@@ -123,14 +123,14 @@ pub(super) fn resolve(
         (Some(policy), _) => Some(Sourced::new(policy, Source::Flag("--approval"))),
         (None, Some(policy)) => match policy.get_ref().parse::<ApprovalPolicy>() {
             Ok(value) => Some(Sourced::new(value, Source::File)),
-            Err(e) => bail!(
+            Err(e) => config_bail!(
                 "invalid config file {}: permissions.approval: {e}",
                 at(policy.span())
             ),
         },
         (None, None) => None,
     };
-    let parse = |key: &str, list: Vec<Spanned<String>>| -> anyhow::Result<Vec<Rule>> {
+    let parse = |key: &str, list: Vec<Spanned<String>>| -> Result<Vec<Rule>, ConfigError> {
         list.into_iter()
             .map(|raw| {
                 // The span starts at the opening quote.
@@ -140,7 +140,7 @@ pub(super) fn resolve(
                         rule.origin = Some(located(path, text, start));
                         Ok(rule)
                     }
-                    Err(e) => bail!(
+                    Err(e) => config_bail!(
                         "invalid config file {}: permissions.{key}: bad rule {:?}: {e}",
                         located(path, text, start + e.offset),
                         raw.get_ref()

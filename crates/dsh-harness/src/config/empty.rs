@@ -6,20 +6,19 @@
 
 use std::path::Path;
 
-use anyhow::bail;
-
 use super::{FileConfig, Overrides, located};
+use crate::error::{ConfigError, config_bail};
 
 /// Fails on an empty `defaults.model` or an empty entry of a provider's `models`.
 pub(super) fn refuse_empty_models(
     path: &Path,
     text: &str,
     file: &FileConfig,
-) -> anyhow::Result<()> {
+) -> Result<(), ConfigError> {
     if let Some(model) = &file.defaults.model
         && model.get_ref().trim().is_empty()
     {
-        bail!(
+        config_bail!(
             "invalid config file {}: defaults.model is empty; name a model, or remove the line \
              to use the provider's default model",
             located(path, text, model.span().start)
@@ -28,7 +27,7 @@ pub(super) fn refuse_empty_models(
     for (name, provider) in &file.providers {
         for model in provider.models.iter().flatten() {
             if model.get_ref().trim().is_empty() {
-                bail!(
+                config_bail!(
                     "invalid config file {}: providers.{name}.models has an empty model name",
                     located(path, text, model.span().start)
                 );
@@ -39,9 +38,9 @@ pub(super) fn refuse_empty_models(
 }
 
 /// Fails on `--model ""`.
-pub(super) fn refuse_empty_flag(flags: &Overrides) -> anyhow::Result<()> {
+pub(super) fn refuse_empty_flag(flags: &Overrides) -> Result<(), ConfigError> {
     if flags.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-        bail!("--model is empty; name a model, or leave the flag out");
+        config_bail!("--model is empty; name a model, or leave the flag out");
     }
     Ok(())
 }

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::bail;
 use dsh_llm::catalog::{FactsOrigin, ModelPrice};
 use dsh_llm::{ModelCatalog, ModelOverride};
 use serde::Deserialize;
 
 use super::located;
+use crate::error::{ConfigError, config_bail};
 
 /// One `[models."ID"]` table: the model's facts over the catalog, and its reasoning effort
 /// (the most specific level of `reasoning_effort`, see `config::effort`).
@@ -43,19 +43,19 @@ pub(super) fn catalog(
     models: &FileModels,
     path: &Path,
     text: &str,
-) -> anyhow::Result<ModelCatalog> {
+) -> Result<ModelCatalog, ConfigError> {
     let mut catalog = ModelCatalog::builtin();
     for (id, table) in models {
         let at = || located(path, text, table.span().start);
         let facts = table.get_ref().facts();
         if facts.context_window == Some(0) {
-            bail!(
+            config_bail!(
                 "invalid config file {}: models.\"{id}\".context_window must be positive",
                 at()
             );
         }
         if facts.max_output_tokens == Some(0) {
-            bail!(
+            config_bail!(
                 "invalid config file {}: models.\"{id}\".max_output_tokens must be positive",
                 at()
             );
@@ -65,7 +65,7 @@ pub(super) fn catalog(
                 .iter()
                 .any(|v| !v.is_finite() || *v < 0.0)
         {
-            bail!(
+            config_bail!(
                 "invalid config file {}: models.\"{id}\".price: prices are US dollars per \
                  million tokens and must be zero or more",
                 at()
@@ -135,9 +135,9 @@ pub(super) fn render(catalog: &ModelCatalog, model: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use crate::config::Settings;
+    use crate::config::{ConfigError, Settings};
 
-    fn resolve(config: &str) -> anyhow::Result<Settings> {
+    fn resolve(config: &str) -> Result<Settings, ConfigError> {
         crate::config::resolve_file_for_test(config)
     }
 

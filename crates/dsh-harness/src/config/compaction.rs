@@ -14,12 +14,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::bail;
 use dsh_compaction::CompactionConfig;
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::located;
+use crate::error::{ConfigError, config_bail};
 
 /// `[compaction]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -36,12 +36,12 @@ pub(super) fn resolve(
     file: &FileCompaction,
     path: &Path,
     text: &str,
-) -> anyhow::Result<CompactionConfig> {
+) -> Result<CompactionConfig, ConfigError> {
     let mut config = CompactionConfig::default();
     if let Some(t) = &file.threshold {
         let value = *t.get_ref();
         if !(value > 0.0 && value <= 0.95) {
-            bail!(
+            config_bail!(
                 "invalid config file {}: compaction.threshold must be above 0 and at most 0.95 \
                  (a share of the context window), not {value}",
                 located(path, text, t.span().start)
@@ -52,7 +52,7 @@ pub(super) fn resolve(
     if let Some(k) = &file.keep_recent {
         let value = *k.get_ref();
         if !(0.0..config.threshold_ratio).contains(&value) {
-            bail!(
+            config_bail!(
                 "invalid config file {}: compaction.keep_recent must be at least 0 and below \
                  the threshold ({}), not {value}",
                 located(path, text, k.span().start),
@@ -78,9 +78,9 @@ pub(super) fn render(out: &mut String, config: &CompactionConfig) {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use crate::config::Settings;
+    use crate::config::{ConfigError, Settings};
 
-    fn resolve(config: &str) -> anyhow::Result<Settings> {
+    fn resolve(config: &str) -> Result<Settings, ConfigError> {
         crate::config::resolve_file_for_test(config)
     }
 

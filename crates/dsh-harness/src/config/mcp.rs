@@ -27,6 +27,7 @@ use dsh_mcp::{
 use serde::Deserialize;
 
 use super::located;
+use crate::error::{ConfigError, config_error};
 
 /// One `[mcp_servers.NAME]` table as written.
 #[derive(Debug, Default, Deserialize)]
@@ -55,13 +56,13 @@ pub(super) fn resolve(
     path: &Path,
     text: &str,
     servers: BTreeMap<String, toml::Spanned<FileMcpServer>>,
-) -> anyhow::Result<Vec<ServerConfig>> {
+) -> Result<Vec<ServerConfig>, ConfigError> {
     servers
         .into_iter()
         .map(|(name, table)| {
             let at = located(path, text, table.span().start);
             server(&name, table.into_inner()).map_err(|reason| {
-                anyhow::anyhow!("invalid config file {at}: mcp_servers.{name}: {reason}")
+                config_error!("invalid config file {at}: mcp_servers.{name}: {reason}")
             })
         })
         .collect()
@@ -168,7 +169,7 @@ mod tests {
 
     use super::*;
 
-    fn parse(text: &str) -> anyhow::Result<Vec<ServerConfig>> {
+    fn parse(text: &str) -> Result<Vec<ServerConfig>, ConfigError> {
         #[derive(Deserialize)]
         struct File {
             mcp_servers: BTreeMap<String, toml::Spanned<FileMcpServer>>,

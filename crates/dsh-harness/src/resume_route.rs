@@ -2,22 +2,23 @@
 //!
 //! The settings' provider is a default for *new* sessions. A conversation held with a local
 //! model must not be sent to DeepSeek on resume (a privacy leak) or fail for want of its key,
-//! so `dsh run --resume ID` and `dsh chat --resume ID` select the provider and model the
-//! session last used (its latest `request/context`, else its latest `request/header`) unless
-//! `--provider`/`--model` name others, in which case dsh says so on stderr.
+//! so every front end that resumes a session (`dsh run --resume`, the chat's and the terminal
+//! UI's `/resume`, an editor's `session/load`) selects the provider and model the session last
+//! used (its latest `request/context`, else its latest `request/header`) unless the person
+//! named others (`--provider`/`--model`), in which case the front end is told so.
 
-use anyhow::Context as _;
 use dsh_session::{EventKind, SessionEvent, SessionId};
 
-use crate::config::{Overrides, Settings};
+use crate::config::Overrides;
+use crate::store::Store;
 
 /// The provider route and model a stored session last used.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Route {
+pub struct Route {
     /// Provider route name.
-    pub(crate) provider: String,
+    pub provider: String,
     /// Model id.
-    pub(crate) model: String,
+    pub model: String,
 }
 
 /// The route recorded in `events`: the latest `request/context`, else the latest
@@ -41,9 +42,8 @@ pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
 
 /// Reads the route of stored session `id` without repairing or locking it. `None` when the
 /// session cannot be read (resuming it reports why) or never sent a request.
-pub(crate) async fn stored_route(settings: &Settings, id: &str) -> Option<Route> {
-    let store = crate::store::Store::open(settings).ok()?;
-    let stored = store.read(&SessionId::new(id)).await.ok()?;
+pub(crate) async fn stored_route(store: &Store, id: &SessionId) -> Option<Route> {
+    let stored = store.read(id).await.ok()?;
     route_of(&stored.events)
 }
 
@@ -80,56 +80,6 @@ pub(crate) fn resume_flags(flags: &Overrides, stored: &Route) -> (Overrides, Opt
         ..flags.clone()
     };
     (resumed, notice)
-}
-
-/// The settings for a command that may resume session `resume`: those for its own route (see
-/// the module docs), or the usual ones for a new session.
-pub(crate) fn settings(flags: &Overrides, resume: Option<&str>) -> anyhow::Result<Settings> {
-    let settings = Settings::load(flags)?;
-    let Some(id) = resume else {
-        return Ok(settings);
-    };
-    let route = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(stored_route(&settings, id)),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the session's route");
-            None
-        }
-    };
-    let Some(route) = route else {
-        return Ok(settings);
-    };
-    let (resumed, notice) = resume_flags(flags, &route);
-    if let Some(notice) = notice {
-        eprintln!("dsh: {id}: {notice}");
-    }
-    Settings::load(&resumed).with_context(|| {
-        format!(
-            "session {id} used provider `{}` with model `{}`; name a configured one with \
-             --provider/--model",
-            route.provider, route.model
-        )
-    })
-}
-
-/// For `/resume` inside a running chat, whose harness serves one route: a notice when the
-/// session used another one (restarting with `dsh chat --resume ID` uses the session's own).
-pub(crate) async fn mid_chat_notice(settings: &Settings, id: &str) -> Option<String> {
-    let route = stored_route(settings, id).await?;
-    let current = Route {
-        provider: settings.provider.value.clone(),
-        model: settings.model.value.clone(),
-    };
-    (route != current).then(|| {
-        format!(
-            "session {id} used provider `{}` with model `{}`; this chat continues it with `{}` \
-             and `{}` (run `dsh chat --resume {id}` to keep its own)",
-            route.provider, route.model, current.provider, current.model
-        )
-    })
 }
 
 #[cfg(test)]

@@ -10,16 +10,24 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context as _, anyhow};
 use dsh_kernel::{Context, PluginHandle};
 use dsh_session::persistence::SessionListing;
 use dsh_session::{Persistence, PersistenceError, SessionId, SessionOrigin, StoredSession};
 use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_store_postgres::{PostgresConfig, PostgresPersistencePlugin, PostgresStore};
 
-use crate::cli::OriginFilter;
 use crate::config::Settings;
 use crate::config::store::StoreSettings;
+use crate::error::HarnessError;
+
+/// Which sessions a listing keeps, by who started them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginFilter {
+    /// Sessions a person started (not subagents).
+    Top,
+    /// Sessions subagents ran in.
+    Subagent,
+}
 
 /// A session store of either kind.
 #[derive(Clone, Debug)]
@@ -45,20 +53,23 @@ impl Store {
     /// The store `settings` select. Nothing is touched yet (see [`Store::check`]); the
     /// PostgreSQL password is read here, from dsh's private copy of the variable `password_env`
     /// names (it was moved out of the environment at start-up, see `secrets`).
-    pub fn open(settings: &Settings) -> anyhow::Result<Self> {
+    pub fn open(settings: &Settings) -> Result<Self, HarnessError> {
         match &settings.store {
             StoreSettings::Jsonl => Ok(Self::Jsonl(JsonlStore::new(settings.sessions_root()))),
             StoreSettings::Postgres { url, password_env } => {
                 // The url's parse error never repeats the url (it may hold a password).
-                let mut config = PostgresConfig::from_url(&url.value).with_context(|| {
-                    format!("cannot use the session store (from {})", url.source)
+                let mut config = PostgresConfig::from_url(&url.value).map_err(|e| {
+                    HarnessError::store(
+                        format!("cannot use the session store (from {})", url.source),
+                        e,
+                    )
                 })?;
                 if let Some(var) = password_env {
-                    let password = crate::config::process_env(var).ok_or_else(|| {
-                        anyhow!(
+                    let password = crate::env::process_env(var).ok_or_else(|| {
+                        HarnessError::store_message(format!(
                             "the session store's password variable {var} (store.password_env) is \
                              not set"
-                        )
+                        ))
                     })?;
                     config = config.with_password(password);
                 }
@@ -70,18 +81,17 @@ impl Store {
     /// Fails, saying why, when sessions cannot be stored: the directory is not writable, or
     /// the database cannot be reached or migrated. Checked before anything runs, so the first
     /// turn never fails after the provider was already asked.
-    pub async fn check(&self) -> anyhow::Result<()> {
+    pub async fn check(&self) -> Result<(), HarnessError> {
         match self {
             Self::Jsonl(store) => crate::storage::check_writable(store.root()),
-            Self::Postgres(store) => store
-                .check()
-                .await
-                .with_context(|| format!("cannot store sessions in {}", self.describe())),
+            Self::Postgres(store) => store.check().await.map_err(|e| {
+                HarnessError::store(format!("cannot store sessions in {}", self.describe()), e)
+            }),
         }
     }
 
     /// Mounts the store's writer plugin on `ctx` (which also provides it as `dyn Persistence`).
-    pub async fn mount(&self, ctx: &Context) -> anyhow::Result<PluginHandle> {
+    pub async fn mount(&self, ctx: &Context) -> Result<PluginHandle, HarnessError> {
         let handle = match self {
             Self::Jsonl(store) => ctx.plugin(JsonlPersistencePlugin::new(store.clone())).await,
             Self::Postgres(store) => {
@@ -89,7 +99,7 @@ impl Store {
                     .await
             }
         };
-        handle.context("cannot mount session persistence")
+        handle.map_err(|e| HarnessError::start("mount session persistence", e))
     }
 
     /// A stored session as it is, without repairing it or taking it from its writer, so a
@@ -148,7 +158,7 @@ impl Store {
                         l.header
                             .cwd
                             .as_deref()
-                            .is_some_and(|dir| crate::same_dir(dir, want))
+                            .is_some_and(|dir| crate::workspace::same_dir(dir, want))
                     });
                     origin_ok && cwd_ok
                 });
@@ -157,14 +167,21 @@ impl Store {
         }
     }
 
+    /// The stored session `reference` names: that exact id, else the only one whose id
+    /// starts with it; a reference matching nothing is passed on verbatim, so the store's own
+    /// error says what is wrong with it.
+    pub async fn resolve(&self, reference: &str) -> Result<SessionId, HarnessError> {
+        crate::session_ref::resolve(self, reference).await
+    }
+
     /// The PostgreSQL store, or an error saying that `what` needs one.
-    pub fn postgres(&self, what: &str) -> anyhow::Result<&Arc<PostgresStore>> {
+    pub fn postgres(&self, what: &str) -> Result<&Arc<PostgresStore>, HarnessError> {
         match self {
             Self::Postgres(store) => Ok(store),
-            Self::Jsonl(_) => Err(anyhow!(
+            Self::Jsonl(_) => Err(HarnessError::store_message(format!(
                 "{what} needs the PostgreSQL session store: set [store] kind = \"postgres\" and \
                  url in config.toml, or DSH_STORE_URL"
-            )),
+            ))),
         }
     }
 }

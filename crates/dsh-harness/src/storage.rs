@@ -6,15 +6,15 @@
 
 use std::path::Path;
 
-use anyhow::anyhow;
+use crate::error::HarnessError;
 
 /// Creates `root` if needed and checks that this process may write in it.
-pub fn check_writable(root: &Path) -> anyhow::Result<()> {
+pub fn check_writable(root: &Path) -> Result<(), HarnessError> {
     let unusable = |cause: &dyn std::fmt::Display| {
-        anyhow!(
+        HarnessError::store_message(format!(
             "cannot store sessions in {}: {cause}; set DSH_HOME to a writable directory",
             root.display()
-        )
+        ))
     };
     std::fs::create_dir_all(root).map_err(|e| unusable(&e))?;
     nix::unistd::access(

@@ -21,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 type Built = Result<Arc<dyn Adapter>, LlmFailure>;
 
+/// The blocking build of an adapter, as a future of its join.
+type Building =
+    BoxFuture<'static, Result<Result<Arc<dyn Adapter>, LlmError>, tokio::task::JoinError>>;
+
 /// The configuration of one provider route, in the wire format it speaks.
 #[derive(Clone, Debug)]
 pub enum ProviderConfig {
@@ -70,12 +74,27 @@ pub struct LazyAdapter {
 }
 
 impl LazyAdapter {
-    /// Starts building the adapter for `config` (needs a tokio runtime).
+    /// Starts building the adapter for `config` now (needs a tokio runtime): the route a front
+    /// end will use first, so its TLS set-up overlaps the rest of start-up.
     pub fn spawn(config: ProviderConfig) -> Self {
         let building = tokio::task::spawn_blocking({
             let config = config.clone();
             move || config.build()
         });
+        Self::from_build(config, building.boxed())
+    }
+
+    /// Builds the adapter for `config` only when a request first needs it: every configured
+    /// route is registered, and most are never used by a given process.
+    pub fn deferred(config: ProviderConfig) -> Self {
+        let building = {
+            let config = config.clone();
+            async move { tokio::task::spawn_blocking(move || config.build()).await }.boxed()
+        };
+        Self::from_build(config, building)
+    }
+
+    fn from_build(config: ProviderConfig, building: Building) -> Self {
         let built = async move {
             match building.await {
                 Ok(Ok(adapter)) => Ok(adapter),

@@ -70,7 +70,7 @@ fn discover_with_budget(cwd: &Path, home: Option<&Path>, budget: usize) -> Vec<I
         if !take(dir.join(FILE_NAME), &mut found) {
             take(dir.join(FALLBACK_FILE_NAME), &mut found);
         }
-        seen_home |= home.is_some_and(|h| crate::same_dir(h, dir));
+        seen_home |= home.is_some_and(|h| crate::workspace::same_dir(h, dir));
         if dir.join(".git").exists() {
             break;
         }

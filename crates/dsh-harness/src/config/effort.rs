@@ -8,9 +8,8 @@
 
 use std::path::Path;
 
-use anyhow::bail;
-
 use super::{Source, Sourced, located};
+use crate::error::{ConfigError, config_bail};
 
 /// The candidates, most specific file level first; `None` where a level sets nothing.
 pub(super) struct EffortInputs<'a> {
@@ -27,10 +26,10 @@ pub(super) fn resolve(
     inputs: EffortInputs<'_>,
     path: &Path,
     text: &str,
-) -> anyhow::Result<Option<Sourced<String>>> {
+) -> Result<Option<Sourced<String>>, ConfigError> {
     if let Some(flag) = inputs.flag {
         if flag.trim().is_empty() {
-            bail!("--effort needs a level, e.g. `--effort low`");
+            config_bail!("--effort needs a level, e.g. `--effort low`");
         }
         return Ok(Some(Sourced::new(
             flag.trim().to_owned(),
@@ -48,7 +47,7 @@ pub(super) fn resolve(
         .flatten()
     {
         if spanned.get_ref().trim().is_empty() {
-            bail!(
+            config_bail!(
                 "invalid config file {}: reasoning_effort must not be empty (leave it out for \
                  the model's default)",
                 located(path, text, spanned.span().start)

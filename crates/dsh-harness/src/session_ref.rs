@@ -5,26 +5,28 @@
 
 use std::path::Path;
 
-use anyhow::bail;
 use dsh_session::SessionId;
 
-use crate::store::Store;
+use crate::error::HarnessError;
+use crate::store::{OriginFilter, Store};
 
 /// The stored session `reference` names: the session with exactly that id, else the only one
 /// whose id starts with it. More than one match is an error naming them. With no match the
 /// reference is taken as the id itself, so the store reports what is wrong with it (no such
 /// session, or a file it cannot list because it is broken) in its own specific words.
-pub async fn resolve(store: &Store, reference: &str) -> anyhow::Result<SessionId> {
+pub async fn resolve(store: &Store, reference: &str) -> Result<SessionId, HarnessError> {
     let reference = reference.trim();
     if reference.is_empty() {
-        bail!("the session id is empty");
+        return Err(HarnessError::Reference(
+            "the session id is empty".to_owned(),
+        ));
     }
     let listings = store.listings().await?;
     let ids: Vec<&SessionId> = listings.iter().map(|l| &l.header.id).collect();
     pick(&ids, reference)
 }
 
-fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
+fn pick(ids: &[&SessionId], reference: &str) -> Result<SessionId, HarnessError> {
     if let Some(exact) = ids.iter().find(|id| id.as_str() == reference) {
         return Ok((*exact).clone());
     }
@@ -42,55 +44,30 @@ fn pick(ids: &[&SessionId], reference: &str) -> anyhow::Result<SessionId> {
             } else {
                 ""
             };
-            bail!(
+            Err(HarnessError::Reference(format!(
                 "`{reference}` is ambiguous: {} sessions start with it ({}{more}); give more of \
                  the id",
                 many.len(),
                 shown.join(", ")
-            )
+            )))
         }
     }
 }
 
 /// The most recently active top-level session started in `cwd` (subagent sessions, which a
 /// person did not start, are skipped). The store filters (the database, for PostgreSQL).
-pub async fn newest_in(store: &Store, cwd: &Path) -> anyhow::Result<SessionId> {
+pub async fn newest_in(store: &Store, cwd: &Path) -> Result<SessionId, HarnessError> {
     let listings = store
-        .listings_where(Some(cwd), Some(crate::cli::OriginFilter::Top))
+        .listings_where(Some(cwd), Some(OriginFilter::Top))
         .await?;
     let newest = listings.iter().max_by_key(|l| l.last_activity);
     match newest {
         Some(l) => Ok(l.header.id.clone()),
-        None => bail!(
+        None => Err(HarnessError::Reference(format!(
             "no session to continue in {} (dsh sessions list shows every stored session)",
             cwd.display()
-        ),
+        ))),
     }
-}
-
-/// The session a chat (line or full-screen) opens: `--resume REF` resolved to a stored id,
-/// `-c` to the newest session of the working directory, else none (a new session). Reads the
-/// store on a small runtime of its own, before the chat starts its own.
-pub fn for_chat(
-    settings: &crate::config::Settings,
-    cwd: Option<&Path>,
-    resume: Option<String>,
-    continue_last: bool,
-) -> anyhow::Result<Option<String>> {
-    if resume.is_none() && !continue_last {
-        return Ok(None);
-    }
-    let store = Store::open(settings)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let id = match resume {
-            Some(reference) => resolve(&store, &reference).await?,
-            None => newest_in(&store, &crate::workspace_dir(cwd.map(Path::to_path_buf))?).await?,
-        };
-        Ok(Some(id.to_string()))
-    })
 }
 
 #[cfg(test)]

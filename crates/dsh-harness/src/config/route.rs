@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use anyhow::bail;
-
 use super::{ProviderKind, Settings, Source, Sourced};
+use crate::error::{ConfigError, config_bail};
 
 /// How long a start waits for a local server's model list.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,13 +76,13 @@ impl Settings {
 
     /// Fails when the selected route cannot work: a base URL without an http(s) scheme (a
     /// common slip, `127.0.0.1:8080`), or no model for a provider that cannot name one.
-    pub fn check_route(&self) -> anyhow::Result<()> {
+    pub fn check_route(&self) -> Result<(), ConfigError> {
         let p = self.selected();
         let shown = super::redact_url(p.base_url.value.trim());
         let url = shown.as_str();
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         if !matches!(scheme.as_deref(), Some("http" | "https")) {
-            bail!(
+            config_bail!(
                 "the base URL of provider `{}` must start with http:// or https:// (from {}); \
                  e.g. http://{}",
                 p.name,
@@ -92,7 +91,7 @@ impl Settings {
             );
         }
         if self.model.source == Source::Unset && !self.asks_server_for_model() {
-            bail!("no model chosen: {}", self.missing_model_note());
+            config_bail!("no model chosen: {}", self.missing_model_note());
         }
         Ok(())
     }

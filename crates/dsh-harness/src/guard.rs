@@ -13,6 +13,7 @@ use dsh_shell::Supervision;
 
 use crate::config::Settings;
 use crate::config::guard::Protect;
+use crate::error::HarnessError;
 
 /// The sandbox policy of `settings`; `workspace` is the fallback for calls whose session
 /// has no working directory (every session normally has one, and it wins).
@@ -71,13 +72,16 @@ pub fn install(
     prompt: &SystemPrompt,
     settings: &Settings,
     default: ApprovalPolicy,
-) -> anyhow::Result<Installed> {
+) -> Result<Installed, HarnessError> {
     let guard = Guard {
         sandbox: sandbox_policy(settings),
         approval: settings.guard.approval_or(default),
         rules: settings.guard.rules.clone(),
     };
     // Right after the bash section (105): the model reads the limits where it reads the tool.
-    let _ = prompt.section(ctx, Section::new("guard:sandbox", 106, guard.prompt_text()))?;
-    Ok(dsh_guard::install(ctx, Arc::new(guard))?)
+    let _ = prompt
+        .section(ctx, Section::new("guard:sandbox", 106, guard.prompt_text()))
+        .map_err(|e| HarnessError::start("describe the sandbox to the model", e))?;
+    dsh_guard::install(ctx, Arc::new(guard))
+        .map_err(|e| HarnessError::start("install the guard", e))
 }

@@ -18,6 +18,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{Source, Sourced, located};
+use crate::error::{ConfigError, config_error};
 
 /// The variable that selects PostgreSQL and names its url.
 pub const STORE_URL_ENV: &str = "DSH_STORE_URL";
@@ -79,7 +80,7 @@ pub(super) fn resolve(
     file: Option<toml::Spanned<FileStore>>,
     path: &Path,
     text: &str,
-) -> anyhow::Result<StoreSettings> {
+) -> Result<StoreSettings, ConfigError> {
     let env_url = env(STORE_URL_ENV);
     let Some(file) = file else {
         return Ok(match env_url {
@@ -92,7 +93,7 @@ pub(super) fn resolve(
     };
     let table_at = located(path, text, file.span().start);
     let file = file.into_inner();
-    let fail = |at: String, reason: String| anyhow::anyhow!("invalid config file {at}: {reason}");
+    let fail = |at: String, reason: String| config_error!("invalid config file {at}: {reason}");
     let postgres = match &file.kind {
         None => file.url.is_some() || env_url.is_some(),
         Some(kind) => match kind.get_ref().as_str() {
@@ -189,7 +190,7 @@ mod tests {
         store: Option<toml::Spanned<FileStore>>,
     }
 
-    fn settings(text: &str, env: &[(&str, &str)]) -> anyhow::Result<StoreSettings> {
+    fn settings(text: &str, env: &[(&str, &str)]) -> Result<StoreSettings, ConfigError> {
         let doc: Doc = toml::from_str(text).unwrap();
         let lookup = |name: &str| {
             env.iter()

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, anyhow, bail};
 use dsh_agent_loop::ConfiguredAgent;
 use dsh_llm::ModelCatalog;
 use serde::Deserialize;
+
+pub use crate::error::ConfigError;
+use crate::error::{config_bail, config_error};
 
 mod compaction;
 mod effort;
@@ -74,7 +76,8 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    pub(crate) fn new(value: T, source: Source) -> Self {
+    /// A value from `source`.
+    pub fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
 }
@@ -313,7 +316,7 @@ fn base_url_env(provider: &str) -> Option<&'static str> {
 }
 
 /// `$DSH_HOME`, else `$HOME/.dsh`.
-pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sourced<PathBuf>> {
+pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> Result<Sourced<PathBuf>, ConfigError> {
     if let Some(home) = env("DSH_HOME") {
         return Ok(Sourced::new(PathBuf::from(home), Source::Env("DSH_HOME")));
     }
@@ -322,21 +325,15 @@ pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sourced<
             PathBuf::from(home).join(".dsh"),
             Source::Default,
         )),
-        None => bail!("cannot find the dsh home: set DSH_HOME (or HOME)"),
+        None => config_bail!("cannot find the dsh home: set DSH_HOME (or HOME)"),
     }
 }
 
-/// The process environment, with empty values treated as unset. Secret variables come from
-/// the private copy taken at start-up: they are no longer in the environment (`secrets`).
-pub fn process_env(name: &str) -> Option<String> {
-    crate::secrets::lookup(name)
-        .or_else(|| std::env::var(name).ok())
-        .filter(|v| !v.trim().is_empty())
-}
+pub use crate::env::process_env;
 
 impl Settings {
     /// Loads the effective configuration from the process environment and `flags`.
-    pub fn load(flags: &Overrides) -> anyhow::Result<Self> {
+    pub fn load(flags: &Overrides) -> Result<Self, ConfigError> {
         Self::resolve(&process_env, flags)
     }
 
@@ -345,16 +342,14 @@ impl Settings {
     pub fn resolve(
         env: &dyn Fn(&str) -> Option<String>,
         flags: &Overrides,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, ConfigError> {
         empty::refuse_empty_flag(flags)?;
         let home = dsh_home(env)?;
         let config_path = home.value.join("config.toml");
         let (text, config_found) = match std::fs::read_to_string(&config_path) {
             Ok(text) => (text, true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot read {}", config_path.display()));
-            }
+            Err(e) => config_bail!("cannot read {}: {e}", config_path.display()),
         };
         let file = if config_found {
             let file = parse_file(&config_path, &text)?;
@@ -397,14 +392,14 @@ impl Settings {
                 }
                 None => {
                     let kind = fp.kind.ok_or_else(|| {
-                        anyhow!(
+                        config_error!(
                             "invalid config file {}: providers.{name}: missing field `kind` \
                              (\"deepseek\" or \"openai-compatible\")",
                             at()
                         )
                     })?;
                     let base_url = fp.base_url.ok_or_else(|| {
-                        anyhow!(
+                        config_error!(
                             "invalid config file {}: providers.{name}: missing field `base_url`",
                             at()
                         )
@@ -440,7 +435,7 @@ impl Settings {
         );
         let Some(selected) = providers.get_mut(&provider.value) else {
             let known: Vec<&str> = providers.keys().map(String::as_str).collect();
-            bail!(
+            config_bail!(
                 "unknown provider `{}` (from {}); known providers: {}; define others under \
                  [providers.NAME] in {}",
                 provider.value,
@@ -476,7 +471,7 @@ impl Settings {
         };
 
         let max_parallel_tool_calls = match file.defaults.max_parallel_tool_calls {
-            Some(n) if *n.get_ref() == 0 => bail!(
+            Some(n) if *n.get_ref() == 0 => config_bail!(
                 "invalid config file {}: defaults.max_parallel_tool_calls must be positive",
                 located(&config_path, &text, n.span().start)
             ),
@@ -485,7 +480,7 @@ impl Settings {
         };
         let mcp_servers = mcp::resolve(&config_path, &text, file.mcp_servers)?;
         let max_tokens = match file.defaults.max_tokens {
-            Some(n) if *n.get_ref() == 0 => bail!(
+            Some(n) if *n.get_ref() == 0 => config_bail!(
                 "invalid config file {}: defaults.max_tokens must be positive",
                 located(&config_path, &text, n.span().start)
             ),
@@ -552,13 +547,16 @@ impl Settings {
     /// in the environment. Checked before any request so a missing key never costs a round
     /// trip or a half-started session.
     /// The route is checked first ([`Settings::check_route`]).
-    pub fn check_credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+    pub fn check_credentials(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
         self.check_route()?;
         let p = self.selected();
         if let Some(var) = &p.api_key_env
             && env(&var.value).is_none()
         {
-            bail!(
+            config_bail!(
                 "no API key for provider `{}`: set the {} environment variable",
                 p.name,
                 var.value
@@ -739,7 +737,7 @@ fn unspan(values: Vec<toml::Spanned<String>>) -> Vec<String> {
 /// variables: what the per-table tests of the submodules start from.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-pub(crate) fn resolve_file_for_test(config: &str) -> anyhow::Result<Settings> {
+pub(crate) fn resolve_file_for_test(config: &str) -> Result<Settings, ConfigError> {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     let dir = home.path().to_str().unwrap().to_owned();
@@ -780,14 +778,14 @@ fn redact_url(url: &str) -> String {
 }
 
 /// Parses the config file, turning toml's span into `file:line:column` plus the offending line.
-fn parse_file(path: &Path, text: &str) -> anyhow::Result<FileConfig> {
+fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
     toml::from_str::<FileConfig>(text).map_err(|e| {
         let (line, column) = e
             .span()
             .map(|span| line_column(text, span.start))
             .unwrap_or((1, 1));
         let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
-        anyhow!(
+        config_error!(
             "invalid config file {}:{line}:{column}: {} (at `{snippet}`)",
             path.display(),
             e.message().trim()

@@ -1,0 +1,88 @@
+//! The per-agent composition every session gets, whatever front end opened it: its
+//! workspace's instruction files, its reasoning effort and its model-request budget.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use dsh_agent::events::{AgentPreStep, PreStepDecision};
+use dsh_agent::{CancelCause, CancelOptions, Setup};
+use dsh_kernel::{BoxError, Context};
+use dsh_prompt::Section;
+use futures::FutureExt;
+
+use crate::instructions;
+
+/// What a session's agent is set up with, beyond its route.
+#[derive(Clone, Debug, Default)]
+pub struct AgentSpec {
+    /// Stop the agent (cancel with a hook cause) once it asks for more than this many model
+    /// requests (`dsh run --max-turns`).
+    pub max_turns: Option<u32>,
+    /// Send this reasoning effort with every model request (`--effort`, `reasoning_effort`).
+    pub reasoning_effort: Option<String>,
+    /// `$DSH_HOME`, whose `AGENTS.md` holds the person's instructions for every project.
+    pub home: Option<PathBuf>,
+}
+
+/// The per-agent composition: the `AGENTS.md` section of the agent's own working directory
+/// (read from its session header, so fresh, resumed and ACP-created agents all get theirs) and
+/// the model-request budget.
+pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
+    let max_turns = spec.max_turns;
+    let effort = spec.reasoning_effort.clone();
+    let home = spec.home.clone();
+    Box::new(move |agent_ctx: Context| {
+        async move {
+            let cwd = dsh_agent::agent_of(&agent_ctx)
+                .and_then(|agent| agent.session().header().cwd.clone());
+            let section = cwd.and_then(|cwd| {
+                instructions::render(&instructions::discover(&cwd, home.as_deref()))
+            });
+            if let Some(text) = section {
+                let prompt = agent_ctx.require::<dsh_prompt::SystemPrompt>()?;
+                let _ = prompt.variable(
+                    &agent_ctx,
+                    "agents_md",
+                    Arc::new(move |_| Some(text.clone())),
+                )?;
+                // The text goes in through a variable because substituted values are never
+                // interpolated again: `{{` in a project's AGENTS.md stays literal.
+                let _ = prompt.section(
+                    &agent_ctx,
+                    Section::new("workspace:agents-md", 50, "{{agents_md}}"),
+                )?;
+            }
+            if let Some(max) = max_turns {
+                limit_model_requests(&agent_ctx, max)?;
+            }
+            if let Some(effort) = effort {
+                crate::effort::apply(&agent_ctx, effort)?;
+            }
+            Ok(None)
+        }
+        .boxed()
+    })
+}
+
+/// Cancels the agent with a hook cause when it proposes its `max + 1`-th model request (each
+/// step is one request), so the turn ends `aborted{hook}` with a provider-valid log.
+fn limit_model_requests(agent_ctx: &Context, max: u32) -> Result<(), BoxError> {
+    let steps = Arc::new(AtomicU32::new(0));
+    let _ = agent_ctx.on_waterfall::<AgentPreStep, _>(move |request, next| {
+        let n = steps.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if n > max {
+                request.agent.cancel(
+                    CancelCause::Hook {
+                        reason: format!("--max-turns {max} reached"),
+                    },
+                    CancelOptions::default(),
+                );
+                return Ok(PreStepDecision::Reject);
+            }
+            next.run(request).await
+        }
+    })?;
+    Ok(())
+}

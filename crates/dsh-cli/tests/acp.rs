@@ -463,6 +463,35 @@ fn acp_session_load_starts_the_mcp_servers_the_editor_sends_with_it() {
 }
 
 #[test]
+fn session_load_continues_a_session_on_the_route_it_was_held_on() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    let id = w.session_on_local_provider(&local);
+    local.push(MockResponse::text("the local model again"));
+    let mut acp = Acp::spawn(&w);
+    acp.initialize();
+    let cwd = w.cwd.path().canonicalize().unwrap();
+    let loaded = acp.call(
+        "session/load",
+        json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+    );
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    // The editor's model choice offers the session's own route.
+    let options = loaded["result"]["configOptions"].to_string();
+    assert!(options.contains("local-model"), "{options}");
+    let prompt = acp.prompt(&id, "and again");
+    assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
+    assert!(
+        w.server.requests().is_empty(),
+        "nothing went to the default provider"
+    );
+    assert_eq!(local.requests().len(), 2);
+    assert_eq!(local.requests()[1].body["model"], "local-model");
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}
+
+#[test]
 fn an_editors_stdio_server_runs_inside_the_sandbox() {
     let w = World::new();
     let outside = dsh_testkit::outside_writable_roots(env!("CARGO_TARGET_TMPDIR"));

@@ -472,24 +472,11 @@ fn a_reader_that_closed_the_pipe_is_not_a_failure() {
     assert!(!stderr(&out).contains("cannot write"), "{}", stderr(&out));
 }
 
-/// A world whose config adds provider `mock` (no key) served by `local`.
-fn with_local_provider(w: &World, local: &dsh_testkit::MockServer) {
-    std::fs::write(
-        w.home.path().join("config.toml"),
-        format!(
-            "[providers.mock]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n\
-             models = [\"local-model\"]\n",
-            local.url()
-        ),
-    )
-    .unwrap();
-}
-
 #[test]
 fn a_resumed_session_goes_to_its_own_provider_and_model() {
     let w = World::new();
     let local = dsh_testkit::MockServer::start();
-    with_local_provider(&w, &local);
+    w.with_local_provider(&local);
     // The first turn fails (a 400 the run does not retry): no assistant message is logged.
     local.push(MockResponse::error(400, "refused"));
     let first = w.output(&[
@@ -534,10 +521,31 @@ fn a_resumed_session_goes_to_its_own_provider_and_model() {
 }
 
 #[test]
+fn a_session_resumed_on_its_own_route_needs_no_key_for_the_default_one() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    let id = w.session_on_local_provider(&local);
+    local.push(MockResponse::text("again"));
+    // No DEEPSEEK_API_KEY: the default route is not the session's.
+    let out = w.bare(&["run", "--resume", &id, "two"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "again\n");
+    assert!(w.server.requests().is_empty());
+    // A new session still needs the default route's key, named before anything starts.
+    let fresh = w.bare(&["run", "three"]).output().unwrap();
+    assert_eq!(fresh.status.code(), Some(1));
+    assert!(
+        stderr(&fresh).contains("DEEPSEEK_API_KEY"),
+        "{}",
+        stderr(&fresh)
+    );
+}
+
+#[test]
 fn resuming_with_flags_naming_another_route_uses_it_and_says_so() {
     let w = World::new();
     let local = dsh_testkit::MockServer::start();
-    with_local_provider(&w, &local);
+    w.with_local_provider(&local);
     local.push(MockResponse::text("local"));
     let first = w.output(&[
         "run",

@@ -381,3 +381,49 @@ fn enter_while_the_agent_works_steers_and_tab_queues_a_follow_up_turn() {
         "the steer joined turn 1; the queued message ran as turn 2"
     );
 }
+
+#[test]
+fn the_uis_resume_continues_a_session_on_the_route_it_was_held_on() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    let id = w.session_on_local_provider(&local);
+    local.push(MockResponse::text("the local model again"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    // A unique prefix names the session.
+    tui.type_line(&format!("/resume {}", &id[..id.len() - 4]));
+    tui.wait_for("from the local model");
+    tui.type_line("and again");
+    tui.wait_for("the local model again");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    assert!(
+        w.server.requests().is_empty(),
+        "nothing went to the default provider"
+    );
+    let requests = local.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body["model"], "local-model");
+}
+
+#[test]
+fn the_line_chats_resume_continues_a_session_on_the_route_it_was_held_on() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    let id = w.session_on_local_provider(&local);
+    local.push(MockResponse::text("the local model again"));
+    let mut chat = Tui::start(&w, &["--plain"], &[]);
+    chat.wait_for("/help for commands");
+    chat.type_line(&format!("/resume {}", &id[..id.len() - 4]));
+    chat.wait_for("resumed session");
+    chat.type_line("and again");
+    chat.wait_for("the local model again");
+    chat.type_line("/exit");
+    assert_eq!(chat.exit_code(), Some(0));
+    assert!(
+        w.server.requests().is_empty(),
+        "nothing went to the default provider"
+    );
+    assert_eq!(local.requests().len(), 2);
+    assert_eq!(local.requests()[1].body["model"], "local-model");
+}

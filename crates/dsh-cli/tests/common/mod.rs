@@ -44,6 +44,41 @@ pub struct World {
 }
 
 impl World {
+    /// Adds provider `mock` (no key, model `local-model`) served by `local` to the config.
+    pub fn with_local_provider(&self, local: &MockServer) {
+        std::fs::write(
+            self.home.path().join("config.toml"),
+            format!(
+                "[providers.mock]\nkind = \"openai-compatible\"\nbase_url = \"{}\"\n\
+                 models = [\"local-model\"]\n",
+                local.url()
+            ),
+        )
+        .unwrap();
+    }
+
+    /// A session held on provider `mock` (see [`World::with_local_provider`]), started by
+    /// `dsh run` and answered once by `local`; its id.
+    pub fn session_on_local_provider(&self, local: &MockServer) -> String {
+        self.with_local_provider(local);
+        local.push(dsh_testkit::MockResponse::text("from the local model"));
+        let out = self.output(&[
+            "run",
+            "--output-format",
+            "stream-json",
+            "--provider",
+            "mock",
+            "one",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        session_id_of(&json_lines(&out))
+    }
+
     pub fn new() -> Self {
         let cwd = tempfile::tempdir().unwrap();
         // A repository boundary, so AGENTS.md files above the temp dir never leak in.

@@ -1,6 +1,7 @@
 //! Startup and whole-run figures of the `dsh` binary against the mock server.
 //!
-//! `cargo bench -p dsh-cli --bench startup` (an optimized build of `dsh`). Prints:
+//! `cargo bench -p dsh-cli --bench startup` (an optimized build of `dsh`; `DSH_BENCH_BINARY=PATH`
+//! measures another build instead, so two versions can be compared in one sitting). Prints:
 //! - time from spawning `dsh run` to the first request the mock server receives (a one-step
 //!   run, several samples; the goal is under 15 ms);
 //! - for a 20-step run (each step one `bash` call running `echo`, then a final answer): total
@@ -19,6 +20,14 @@ use dsh_testkit::{MockResponse, MockServer};
 use nix::sys::resource::{UsageWho, getrusage};
 
 const STEPS: usize = 20;
+
+/// The binary under test: this build's `dsh`, or `DSH_BENCH_BINARY` (another build, to compare
+/// two versions in one run on the same machine state).
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("DSH_BENCH_BINARY")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_dsh").into())
+}
 const STARTUP_SAMPLES: usize = 15;
 
 struct Sample {
@@ -36,7 +45,7 @@ fn run_once(server: &MockServer, home: &std::path::Path, cwd: &std::path::Path) 
     let before = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
     let seen = server.requests().len();
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
+    let out = Command::new(binary())
         .args(["run", "benchmark task"])
         .env("DSH_HOME", home)
         .env("HOME", home)

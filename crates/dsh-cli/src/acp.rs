@@ -58,11 +58,13 @@ pub fn main(mut settings: Settings, flags: Overrides, auto_approve: bool) -> i32
             Ok(h) => h,
             Err(e) => {
                 let problem = format!("{:#}", anyhow::Error::new(e));
+                signals.graceful();
                 return unconfigured::serve(problem, async { signals.first().await; }).await;
             }
         };
         if let Err(e) = harness.ready().await {
             harness.shutdown().await;
+            signals.graceful();
             return unconfigured::serve(e.to_string(), async { signals.first().await; }).await;
         }
         // `--approval auto|never` turns the editor's own per-call prompt off too; the guard
@@ -94,6 +96,8 @@ pub fn main(mut settings: Settings, flags: Overrides, auto_approve: bool) -> i32
         // A signal asks the bridge for its own teardown (every session cancelled with cause
         // `user`, drained, disposed; outstanding prompts answered `cancelled`), bounded by
         // DRAIN. The loop's shutdown then only has the config-declared agents left to stop.
+        // From here on a signal asks the bridge to stop its sessions gracefully.
+        signals.graceful();
         let mut first_signal = signals.clone();
         let stop = async move {
             first_signal.first().await;

@@ -115,8 +115,8 @@ pub fn main(
     reference: SessionReference,
 ) -> i32 {
     let first = reference.clone();
-    crate::tui::start(settings, cwd, &reference, |settings, cwd| {
-        chat(settings, flags, cwd, first)
+    crate::tui::start(settings, cwd, &reference, |settings, cwd, signals| {
+        chat(settings, flags, cwd, first, signals)
     })
 }
 
@@ -125,10 +125,21 @@ async fn chat(
     flags: Overrides,
     cwd: PathBuf,
     first: SessionReference,
+    signals: crate::signals::Signals,
 ) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new().context("cannot open the terminal")?;
     let history = settings.home.value.join("history");
-    let _ = editor.load_history(&history);
+    // A FIFO or device in the history's place would hang the line editor's own open.
+    let history_ok = match dsh_fs::check_placed(&history) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("dsh: input history skipped: {e}");
+            false
+        }
+    };
+    if history_ok {
+        let _ = editor.load_history(&history);
+    }
     let mut external = editor
         .create_external_printer()
         .context("the chat needs a terminal on stdin and stdout")?;
@@ -163,6 +174,8 @@ async fn chat(
     if handle.is_none() {
         handle = open(&harness, SessionReference::New, &cwd, &current, &say).await;
     }
+    // Start-up is over: Ctrl-C cancels the turn from here on (`sigint`); SIGTERM still ends dsh.
+    signals.interactive();
     loop {
         let input = tokio::select! {
             input = inputs.recv() => input.unwrap_or(Input::Eof),
@@ -368,7 +381,9 @@ fn edit_loop(
     if let Some(dir) = history.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let _ = editor.save_history(history);
+    if dsh_fs::check_placed(history).is_ok() {
+        let _ = editor.save_history(history);
+    }
 }
 
 #[cfg(test)]

@@ -279,6 +279,8 @@ async fn drive(
     let handle = opened.handle;
     let agent = handle.agent().clone();
     agent.when_idle().await;
+    // Start-up is over: from here on a signal stops the turn gracefully.
+    signals.graceful();
     let first_seq = agent.session().len();
     if let Err(e) = agent.followup(Message::user_text(task)) {
         if let Some(sink) = sink {

@@ -4,9 +4,15 @@
 //! the running turn and still leave a balanced, flushed session file. A person who presses
 //! Ctrl-C again (or a supervisor that sends a second SIGTERM) gets an immediate exit: a stuck
 //! drain must never hold the terminal hostage.
+//!
+//! Until a front end is ready to stop gracefully (the harness started, the session opened),
+//! a signal ends the process at once with its exit status: nothing was acknowledged yet, and a
+//! start-up waiting on a slow source (a stalled MCP server, a lock) must never outlive Ctrl-C.
+//! The handlers run on a task of their own, so a start-up step that blocks a worker cannot
+//! hold them up.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -30,21 +36,27 @@ impl Stop {
     }
 }
 
+/// What a signal does now.
+const AT_ONCE: u8 = 0;
+const GRACEFUL: u8 = 1;
+const INTERACTIVE: u8 = 2;
+
 /// The installed handlers.
 #[derive(Clone, Debug)]
 pub struct Signals {
     first: watch::Receiver<Option<Stop>>,
-    immediate: Arc<AtomicBool>,
+    mode: Arc<AtomicU8>,
 }
 
 impl Signals {
-    /// Installs the handlers (needs a tokio runtime).
+    /// Installs the handlers (needs a tokio runtime). Until [`Signals::graceful`] or
+    /// [`Signals::interactive`], a signal exits at once.
     pub fn install() -> std::io::Result<Self> {
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
         let (tx, first) = watch::channel(None);
-        let immediate = Arc::new(AtomicBool::new(false));
-        let exit_now = immediate.clone();
+        let mode = Arc::new(AtomicU8::new(AT_ONCE));
+        let now = mode.clone();
         tokio::spawn(async move {
             loop {
                 let stop = tokio::select! {
@@ -52,16 +64,34 @@ impl Signals {
                     Some(()) = term.recv() => Stop::Terminate,
                     else => return,
                 };
-                if exit_now.swap(true, Ordering::SeqCst) {
-                    // A second signal, or the first one while shutting down: leave now. The
-                    // shell's supervisors kill whatever commands are still running when this
-                    // process goes away.
-                    std::process::exit(stop.exit_code());
+                match now.swap(AT_ONCE, Ordering::SeqCst) {
+                    // The chat and the UI handle Ctrl-C themselves (it cancels the turn).
+                    INTERACTIVE if stop == Stop::Interrupt => {
+                        now.store(INTERACTIVE, Ordering::SeqCst)
+                    }
+                    GRACEFUL => {
+                        tx.send_replace(Some(stop));
+                    }
+                    // Start-up, a second signal, or the first one while shutting down: leave
+                    // now. The shell's supervisors kill whatever commands are still running
+                    // when this process goes away.
+                    _ => std::process::exit(stop.exit_code()),
                 }
-                tx.send_replace(Some(stop));
             }
         });
-        Ok(Self { first, immediate })
+        Ok(Self { first, mode })
+    }
+
+    /// From now on the first signal asks for a graceful stop ([`Signals::first`]); the next
+    /// one exits.
+    pub fn graceful(&self) {
+        self.mode.store(GRACEFUL, Ordering::SeqCst);
+    }
+
+    /// From now on Ctrl-C belongs to the interactive front end (which cancels the turn with
+    /// it); SIGTERM still exits at once.
+    pub fn interactive(&self) {
+        self.mode.store(INTERACTIVE, Ordering::SeqCst);
     }
 
     /// Resolves with the first signal.
@@ -79,6 +109,6 @@ impl Signals {
 
     /// From now on any signal exits at once (the work is done; only teardown is left).
     pub fn exit_on_next(&self) {
-        self.immediate.store(true, Ordering::SeqCst);
+        self.mode.store(AT_ONCE, Ordering::SeqCst);
     }
 }

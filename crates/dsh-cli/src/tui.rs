@@ -19,6 +19,8 @@ use dsh_session::{SessionId, SessionOrigin};
 use dsh_tui::runner::TuiOptions;
 use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
 
+use crate::signals::Signals;
+
 /// Whether `dsh`/`dsh chat` should start the full-screen UI: both ends are terminals, the
 /// terminal is not `dumb` and `--plain` was not given.
 pub fn wanted(plain: bool) -> bool {
@@ -124,8 +126,8 @@ pub fn main(
     reference: SessionReference,
 ) -> i32 {
     let first = reference.clone();
-    start(settings, cwd, &reference, |settings, cwd| {
-        tui(settings, flags, cwd, first)
+    start(settings, cwd, &reference, |settings, cwd, signals| {
+        tui(settings, flags, cwd, first, signals)
     })
 }
 
@@ -136,7 +138,7 @@ pub fn start<F>(
     settings: Settings,
     cwd: Option<PathBuf>,
     reference: &SessionReference,
-    body: impl FnOnce(Settings, PathBuf) -> F,
+    body: impl FnOnce(Settings, PathBuf, Signals) -> F,
 ) -> i32
 where
     F: Future<Output = anyhow::Result<()>>,
@@ -161,7 +163,13 @@ where
             return 1;
         }
     };
-    match runtime.block_on(body(settings, cwd)) {
+    let ran = runtime.block_on(async move {
+        // Until the front end takes Ctrl-C over, a signal ends a start-up at once.
+        let signals = Signals::install()
+            .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
+        body(settings, cwd, signals).await
+    });
+    match ran {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("dsh: {e:#}");
@@ -191,6 +199,7 @@ async fn tui(
     flags: Overrides,
     cwd: PathBuf,
     reference: SessionReference,
+    signals: Signals,
 ) -> anyhow::Result<()> {
     let history = settings.home.value.join("tui-history.jsonl");
     let harness = start_harness(settings, flags).await?;
@@ -216,6 +225,8 @@ async fn tui(
         history: Some(history),
         keyboard_protocol: std::env::var("DSH_TUI_KEYBOARD_PROTOCOL").map_or(true, |v| v != "0"),
     };
+    // The UI reads Ctrl-C as a key; SIGTERM still ends dsh.
+    signals.interactive();
     let result = dsh_tui::run(host.clone(), options).await;
     host.harness
         .shutdown_by(tokio::time::Instant::now() + DRAIN)

@@ -150,3 +150,42 @@ fn a_second_sigint_exits_without_waiting_for_the_drain() {
     dsh_session::check_balanced(&repaired).unwrap();
     assert_eq!(last_turn_end(&repaired), TurnEndReason::Interrupted);
 }
+
+#[test]
+fn sigint_while_a_stalled_mcp_server_holds_the_first_request_exits_130_at_once() {
+    let w = World::new();
+    let fifo = w.cwd.path().join("started");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // A server that starts, says so, and never answers `initialize`: the first request waits
+    // for it (up to its 60 s start-up timeout).
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.stall]\ncommand = \"bash\"\nargs = [\"-c\", \"echo up > {}; exec sleep 600\"]\n\
+             startup_timeout_sec = 60\n",
+            fifo.display()
+        ),
+    )
+    .unwrap();
+    let mut child = w.spawn(&["run", "hello"]);
+    assert_eq!(read_fifo(&fifo, &mut child).trim(), "up");
+    let signalled = std::time::Instant::now();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let status = common::wait_within(&mut child, std::time::Duration::from_secs(30));
+    let took = signalled.elapsed();
+    assert_eq!(status.code(), Some(130), "{}", stderr_of(&mut child));
+    // Not the start-up timeout and not the 5 s drain: the wait gave up with the turn.
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "exited {took:?} after SIGINT"
+    );
+    assert!(w.server.requests().is_empty());
+}
+
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err
+}

@@ -315,6 +315,23 @@ fn base_url_env(provider: &str) -> Option<&'static str> {
     }
 }
 
+/// The most a `config.toml` may hold; a larger file is refused (a cut TOML document would
+/// mean something else).
+pub const CONFIG_LIMIT: u64 = 1 << 20;
+
+/// The text of the config file at `path`, `None` when there is none. Read like every file dsh
+/// finds by its place ([`dsh_fs::read_placed`]): a FIFO, a directory or a device there is
+/// refused at once instead of hanging start-up, and so is a file over [`CONFIG_LIMIT`].
+pub fn read_config(path: &Path) -> Result<Option<String>, ConfigError> {
+    let file = dsh_fs::read_placed(path, CONFIG_LIMIT, dsh_fs::Oversize::Refuse)
+        .map_err(|e| config_error!("{e}"))?;
+    file.map(|f| {
+        String::from_utf8(f.bytes)
+            .map_err(|_| config_error!("{} is not valid UTF-8", path.display()))
+    })
+    .transpose()
+}
+
 /// `$DSH_HOME`, else `$HOME/.dsh`.
 pub fn dsh_home(env: &dyn Fn(&str) -> Option<String>) -> Result<Sourced<PathBuf>, ConfigError> {
     if let Some(home) = env("DSH_HOME") {
@@ -346,10 +363,9 @@ impl Settings {
         empty::refuse_empty_flag(flags)?;
         let home = dsh_home(env)?;
         let config_path = home.value.join("config.toml");
-        let (text, config_found) = match std::fs::read_to_string(&config_path) {
-            Ok(text) => (text, true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
-            Err(e) => config_bail!("cannot read {}: {e}", config_path.display()),
+        let (text, config_found) = match read_config(&config_path)? {
+            Some(text) => (text, true),
+            None => (String::new(), false),
         };
         let file = if config_found {
             let file = parse_file(&config_path, &text)?;

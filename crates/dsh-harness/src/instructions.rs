@@ -88,20 +88,24 @@ fn discover_with_budget(cwd: &Path, home: Option<&Path>, budget: usize) -> Vec<I
 /// Reads at most a little over `max` bytes of `path` (enough for [`truncate`] to see that it
 /// was cut), as text: bytes that are not UTF-8 are replaced rather than losing the whole file.
 /// `None` when there is no such file; a file that cannot be read is reported and skipped.
+/// A FIFO, directory or device in a file's place is refused at once ([`dsh_fs::read_placed`]),
+/// with a warning: the session goes on without it.
 fn read_bounded(path: &Path, max: usize) -> Option<String> {
-    use std::io::Read as _;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(4);
+    let bytes = match dsh_fs::read_placed(path, limit, dsh_fs::Oversize::Cut) {
+        Ok(Some(file)) => file.bytes,
+        Ok(None) => return None,
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read an AGENTS.md; skipped");
+            tracing::warn!("instruction file skipped: {e}");
             return None;
         }
     };
-    let mut bytes = Vec::new();
-    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(4);
-    if let Err(e) = file.take(limit).read_to_end(&mut bytes) {
-        tracing::warn!(path = %path.display(), error = %e, "cannot read an AGENTS.md; skipped");
+    // A sparse or binary file in an instruction file's place is not instructions.
+    if bytes.contains(&0) {
+        tracing::warn!(
+            "instruction file skipped: {} holds NUL bytes, not text",
+            path.display()
+        );
         return None;
     }
     match String::from_utf8(bytes) {

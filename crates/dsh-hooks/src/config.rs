@@ -107,7 +107,12 @@ pub struct HookSet {
     hooks: Vec<HookCommand>,
     /// Files that were read (existing ones only), in order.
     pub sources: Vec<PathBuf>,
+    /// Why files in a hooks file's place were not read (not a regular file, too large).
+    pub refused: Vec<String>,
 }
+
+/// The most a hooks file may hold; a larger one is refused.
+pub const HOOKS_FILE_LIMIT: u64 = 1 << 20;
 
 impl HookSet {
     /// A set built from commands (tests and embedders).
@@ -115,6 +120,7 @@ impl HookSet {
         Self {
             hooks,
             sources: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -124,14 +130,21 @@ impl HookSet {
     pub fn load(paths: &[PathBuf]) -> Result<Self, HooksError> {
         let mut set = HookSet::default();
         for path in paths {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => {
+            let text = match dsh_fs::read_placed(path, HOOKS_FILE_LIMIT, dsh_fs::Oversize::Refuse) {
+                Ok(Some(file)) => String::from_utf8_lossy(&file.bytes).into_owned(),
+                Ok(None) => continue,
+                Err(dsh_fs::PlacedError::Io { source, .. }) => {
                     return Err(HooksError::Read {
                         path: path.clone(),
                         source,
                     });
+                }
+                // Something planted in a hooks file's place (a FIFO, a directory, a device, a
+                // huge file) is not a hooks file: the session goes on without it, said once.
+                Err(refused) => {
+                    tracing::warn!("hooks file skipped: {refused}");
+                    set.refused.push(refused.to_string());
+                    continue;
                 }
             };
             set.hooks.extend(parse_file(path, &text)?);

@@ -266,11 +266,22 @@ impl McpServers {
     }
 
     /// What a step boundary does: wait for the starts, wait for announced list changes to be
-    /// listed, then bring the registry up to date.
+    /// listed, then bring the registry up to date. The waiting gives up when the turn is
+    /// cancelled (a Ctrl-C while a server is still starting must not wait for its start-up
+    /// timeout); the registry is then left as it was for the next step.
     async fn step_boundary(&self) {
-        self.settled().await;
-        let ready: Vec<Arc<McpServer>> = self.ready();
-        join_all(ready.iter().map(|s| s.listed_up_to_date(RELIST_WAIT))).await;
+        let waited = async {
+            self.settled().await;
+            let ready: Vec<Arc<McpServer>> = self.ready();
+            join_all(ready.iter().map(|s| s.listed_up_to_date(RELIST_WAIT))).await;
+        };
+        match dsh_prompt::assembly_cancellation() {
+            Some(cancel) => tokio::select! {
+                () = waited => {}
+                () = cancel.cancelled() => return,
+            },
+            None => waited.await,
+        }
         if let Err(error) = self.apply().await {
             tracing::warn!(%error, "cannot offer the tools of MCP servers");
         }

@@ -15,6 +15,7 @@
 //! - [`SystemPromptPlugin`] provides the service and the default identity and persona sections.
 
 mod assembly;
+mod cancel;
 mod config;
 mod error;
 mod event;
@@ -27,6 +28,7 @@ mod source;
 mod tool_order;
 
 pub use assembly::{AssembledContext, AssembledSection, PromptAssembly};
+pub use cancel::assembly_cancellation;
 pub use config::{SystemPromptConfig, TOOL_ORDER_REST};
 pub use error::PromptError;
 pub use event::PromptAssemble;

@@ -167,10 +167,11 @@ impl SystemPrompt {
             tools,
             variables,
         };
-        let mut out = self
+        let dispatch = self
             .ctx
             .events()
-            .waterfall::<PromptAssemble>(tag, assembly, |a| futures::future::ok(a).boxed())
+            .waterfall::<PromptAssemble>(tag, assembly, |a| futures::future::ok(a).boxed());
+        let mut out = crate::cancel::with_cancellation(scope.cancel.clone(), dispatch)
             .await
             .map_err(|source| PromptError::Listener { source })?;
 

@@ -366,14 +366,16 @@ async fn close(handle: Option<AgentHandle>) {
     }
 }
 
+/// The history is read like every file dsh finds by its place: a FIFO or device there is
+/// refused at once, never waited on (the last 8 MiB are plenty).
 fn load_history(path: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|text| {
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<String>(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    match dsh_fs::read_placed(path, 8 << 20, dsh_fs::Oversize::Cut) {
+        Ok(Some(file)) => String::from_utf8_lossy(&file.bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<String>(l).ok())
+            .collect(),
+        Ok(None) | Err(_) => Vec::new(),
+    }
 }
 
 /// Appends `entries` to the history file.
@@ -381,11 +383,8 @@ fn append_history(path: &std::path::Path, entries: &[String]) {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    else {
+    // A FIFO planted in the history's place is refused instead of waited on.
+    let Ok(mut file) = dsh_fs::append_placed(path) else {
         return;
     };
     for e in entries {

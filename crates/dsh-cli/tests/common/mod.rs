@@ -3,6 +3,9 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod acp;
+pub mod pty_ui;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
@@ -247,5 +250,21 @@ pub fn spawn_on_pty(mut cmd: Command, rows: u16, cols: u16) -> OnPty {
         child,
         master,
         bytes,
+    }
+}
+
+/// Waits for `child` to exit, killing it and failing the test when it has not within `bound`.
+pub fn wait_within(child: &mut Child, bound: std::time::Duration) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("dsh still running {bound:?} later");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -245,9 +245,10 @@ impl LoopAgent {
         step: u64,
         cancel: &TurnCancel,
     ) -> Result<Option<(Vec<Arc<Message>>, PromptAssembly)>, Interrupt> {
-        // Checkpoint: everything admitted so far (claims included) is durable before the
-        // step is decided.
-        self.flush().await?;
+        // No checkpoint here: the one before the model request covers the claims, the previous
+        // step's results and this step's start in a single sync. Pre-step listeners with side
+        // effects make the log durable themselves first (hooks before a command, compaction
+        // before its summary request).
         let mut scope = AssemblyScope::global().with_cancel(cancel.token().clone());
         scope.tag = self.ctx.tag().cloned();
         let assembly = self.svc.prompt.assemble(scope).await.map_err(fail)?;

@@ -201,7 +201,10 @@ pub fn format_time(ms: u64) -> String {
     i64::try_from(ms)
         .ok()
         .and_then(chrono::DateTime::from_timestamp_millis)
-        .map_or_else(|| "?".to_owned(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+        .map_or_else(
+            || "?".to_owned(),
+            |t| t.format("%Y-%m-%d %H:%M").to_string(),
+        )
 }
 
 #[cfg(test)]

@@ -40,7 +40,8 @@ impl Plugin for CompactionPlugin {
 
     async fn apply(&self, ctx: &Context) -> Result<(), BoxError> {
         let llm = ctx.require::<Llm>()?;
-        let service = Arc::new(Compaction::new(llm, self.config.clone()));
+        let store = ctx.get::<dsh_session::SessionStore>();
+        let service = Arc::new(Compaction::new(llm, self.config.clone()).with_store(store));
         ctx.provide::<Compaction>(service.clone())?;
 
         let pressure = service.clone();

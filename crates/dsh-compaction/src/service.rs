@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use dsh_agent::{AgentRef, AgentStatus};
 use dsh_llm::{Llm, LlmCallConfig, Message};
-use dsh_session::{EventDraft, EventKind, Session, SessionId};
+use dsh_session::{EventDraft, EventKind, Session, SessionId, SessionStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::CompactionConfig;
@@ -46,6 +46,9 @@ pub struct At {
 pub struct Compaction {
     llm: Arc<Llm>,
     config: CompactionConfig,
+    /// Makes a session's history durable before a summary request carries it (the loop no
+    /// longer flushes before `agent/pre-step`, where pressure compaction runs).
+    store: Option<Arc<SessionStore>>,
     /// Sessions with a compaction in flight: one at a time per session.
     busy: Mutex<HashSet<SessionId>>,
 }
@@ -69,8 +72,15 @@ impl Compaction {
         Self {
             llm,
             config,
+            store: None,
             busy: Mutex::default(),
         }
+    }
+
+    /// The same service flushing sessions through `store` before it summarizes them.
+    pub fn with_store(mut self, store: Option<Arc<SessionStore>>) -> Self {
+        self.store = store;
+        self
     }
 
     /// The policy in force.
@@ -128,6 +138,13 @@ impl Compaction {
         };
         if !self.over(now.tokens + now.scaled(entering), window) {
             return Ok(None);
+        }
+        // Everything the summary request will carry is durable first, as before a model
+        // request of the loop's own.
+        if let Some(store) = &self.store
+            && session.is_attached()
+        {
+            store.flush(session).await?;
         }
         self.compact(session, Trigger::Pressure, None, at, entering, cancel)
             .await

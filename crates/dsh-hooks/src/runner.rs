@@ -57,6 +57,19 @@ pub async fn run_event(
         report(event, &merged);
         return merged;
     };
+    // A hook is a side effect: what it is told about (the claimed prompt, the call) is
+    // durable before it runs, as a tool call is before its body. Free when nothing is pending.
+    if let Some(store) = site.ctx.get::<dsh_session::SessionStore>()
+        && site.session.is_attached()
+        && let Err(error) = store.flush(&site.session).await
+    {
+        merged.errors.push(format!(
+            "{} hooks did not run: the session could not be saved first: {error}",
+            event.name()
+        ));
+        report(event, &merged);
+        return merged;
+    }
     let mut input = Map::new();
     input.insert("session_id".into(), json!(site.session.id().as_str()));
     input.insert(

@@ -488,7 +488,7 @@ fn debug_logs_each_model_request_without_colour_or_keys() {
     w.server.push(MockResponse::text("logged"));
     let out = w
         .dsh(&["run", "go"])
-        .env("DSH_LOG", "dsh_llm_openai=trace")
+        .env("DSH_LOG", "dsh_llm_http=trace")
         .env("DEEPSEEK_API_KEY", "sk-very-secret-key")
         .output()
         .unwrap();
@@ -530,7 +530,7 @@ fn debug_logs_anthropic_requests_the_same_way() {
     let out = w
         .dsh(&["run", "--provider", "claude", "go"])
         .env("CLAUDE_TEST_KEY", "sk-ant-very-secret")
-        .env("DSH_LOG", "debug,dsh_llm_openai=trace")
+        .env("DSH_LOG", "debug,dsh_llm_http=trace")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));

@@ -9,11 +9,9 @@ use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, GenerateOptions, Llm, LlmError, LlmFailure,
     ModelInfo, StreamChunk,
 };
-use dsh_llm_openai::RequestLog;
-use dsh_llm_openai::driver::{
-    SseRequest, WireTranslator, endpoint_url, http_client, key_header, stream_sse,
+use dsh_llm_http::{
+    RequestLog, SseRequest, WireTranslator, endpoint_url, http_client, key_header, stream_prepared,
 };
-use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use tokio_util::sync::CancellationToken;
 
@@ -107,10 +105,7 @@ impl Adapter for AnthropicAdapter {
     }
 
     fn stream(&self, options: GenerateOptions) -> ChunkStream {
-        match self.inner.request(&options) {
-            Ok(request) => stream_sse(request, Translator::new()),
-            Err(failure) => futures::stream::iter([Err(failure)]).boxed(),
-        }
+        stream_prepared(self.inner.request(&options), Translator::new())
     }
 }
 

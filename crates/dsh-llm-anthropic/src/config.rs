@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use dsh_llm::retry::RetryPolicy;
 use dsh_llm::{ModelInfo, ReasoningInfo};
-use dsh_llm_openai::ApiKeySource;
+use dsh_llm_http::ApiKeySource;
 
 /// The environment variable holding the Anthropic key.
 pub const ANTHROPIC_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";

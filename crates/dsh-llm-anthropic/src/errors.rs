@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use dsh_llm::{FailureCode, LlmFailure};
-use dsh_llm_openai::{classify_failure, readable_error, retry_after_ms};
+use dsh_llm_http::{classify_failure, readable_error, retry_after_ms};
 use reqwest::header::HeaderMap;
 
 use crate::wire::{ErrorBody, ErrorEnvelope};

@@ -9,7 +9,8 @@
 //! system prompt and the newest conversation block, so consecutive steps hit the cache),
 //! `translate` turns SSE events into stream chunks, `errors` classifies error responses, and
 //! [`AnthropicAdapter`] drives one request with an idle timeout and prompt cancellation. The
-//! SSE framing, the key handling and the error wording are shared with `dsh-llm-openai`.
+//! HTTP/SSE plumbing (the streaming driver, SSE framing, key handling, request log and error
+//! wording) is `dsh-llm-http`'s, shared with every other provider crate.
 
 mod adapter;
 mod config;
@@ -23,4 +24,7 @@ pub use config::{
     ANTHROPIC_API_KEY_ENV, ANTHROPIC_BASE_URL_ENV, ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig,
     anthropic_models, claude_info,
 };
+/// The key source of [`AnthropicConfig::api_key`], re-exported so a configuration can be
+/// written with this crate alone.
+pub use dsh_llm_http::ApiKeySource;
 pub use translate::Translator;

@@ -246,7 +246,7 @@ mod tests {
     use std::sync::Arc;
 
     use dsh_llm::{CallId, LlmCallConfig, ToolSchema};
-    use dsh_llm_openai::ApiKeySource;
+    use dsh_llm_http::ApiKeySource;
 
     use super::*;
 

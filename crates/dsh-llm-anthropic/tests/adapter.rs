@@ -10,7 +10,7 @@ use dsh_llm::{
     LlmStream, Message, StreamChunk,
 };
 use dsh_llm_anthropic::{AnthropicAdapter, AnthropicConfig};
-use dsh_llm_openai::ApiKeySource;
+use dsh_llm_http::ApiKeySource;
 use dsh_testkit::anthropic::MessageStream;
 use dsh_testkit::{MockResponse, MockServer};
 use futures::StreamExt;
@@ -206,6 +206,29 @@ async fn a_stream_that_ends_before_message_stop_is_stream_closed() {
         panic!("{chunks:?}");
     };
     assert_eq!(failure.code, FailureCode::StreamClosed);
+}
+
+#[tokio::test]
+async fn a_plain_json_answer_says_the_server_did_not_stream_unless_it_is_an_error() {
+    let server = MockServer::start();
+    let message =
+        r#"{"type":"message","role":"assistant","content":[{"type":"text","text":"hi"}]}"#;
+    server.push(MockResponse::error(200, message));
+    let chunks = collect(llm(&server).stream(options(vec![Message::user_text("x")]))).await;
+    let FinishReason::Error { failure } = finish(&chunks) else {
+        panic!("{chunks:?}");
+    };
+    assert_eq!(failure.code, FailureCode::MalformedResponse, "{failure}");
+    assert!(failure.message.contains("did not stream"), "{failure}");
+    server.push(MockResponse::error(
+        200,
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    ));
+    let chunks = collect(llm(&server).stream(options(vec![Message::user_text("x")]))).await;
+    let FinishReason::Error { failure } = finish(&chunks) else {
+        panic!("{chunks:?}");
+    };
+    assert_eq!(failure.code, FailureCode::Server, "{failure}");
 }
 
 #[tokio::test]

@@ -5,9 +5,9 @@
 
 use dsh_llm::StreamChunk;
 use dsh_llm_anthropic::Translator;
-use dsh_llm_openai::sse::SseParser;
-use dsh_testkit::SseFrame;
+use dsh_llm_http::SseParser;
 use dsh_testkit::anthropic::MessageStream;
+use dsh_testkit::{SseFrame, split_reads};
 use proptest::prelude::*;
 
 fn stream_bytes() -> Vec<u8> {
@@ -23,19 +23,15 @@ fn stream_bytes() -> Vec<u8> {
 }
 
 fn translate(bytes: &[u8], cuts: &[usize]) -> Vec<StreamChunk> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-    points.sort_unstable();
     let mut parser = SseParser::new();
     let mut translator = Translator::new();
     let mut events = Vec::new();
     let mut out = Vec::new();
-    let mut from = 0;
-    for to in points.into_iter().chain([bytes.len()]) {
-        parser.feed(&bytes[from..to], &mut events).unwrap();
+    for read in split_reads(bytes, cuts) {
+        parser.feed(read, &mut events).unwrap();
         for e in events.drain(..) {
             translator.on_event(&e.data, &mut out).unwrap();
         }
-        from = to;
     }
     assert!(translator.is_done());
     out

@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use dsh_llm::{BlockAssembler, StreamChunk};
+use dsh_llm_http::SseParser;
 use dsh_llm_openai::Translator;
-use dsh_llm_openai::sse::SseParser;
 use serde_json::json;
 
 fn chunk(delta: serde_json::Value, finish: Option<&str>) -> String {

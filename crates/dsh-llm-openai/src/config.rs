@@ -5,8 +5,7 @@ use std::time::Duration;
 use dsh_llm::ModelInfo;
 use dsh_llm::catalog::{DEEPSEEK_EFFORTS, ModelCatalog};
 use dsh_llm::retry::RetryPolicy;
-
-use crate::secret::ApiKeySource;
+use dsh_llm_http::ApiKeySource;
 
 /// Which dialect the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

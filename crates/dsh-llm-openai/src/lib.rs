@@ -5,34 +5,29 @@
 //! speaks plain chat completions for OpenAI, vLLM, llama.cpp's server, Ollama and the like,
 //! configured by base URL.
 //!
-//! Layers, one file each: [`sse`] turns bytes into events, `translate` turns events into
-//! stream chunks, `request` turns options into the request body, `http_error` turns error
-//! responses into failures, and [`OpenAiAdapter`] drives one request with an idle timeout and
-//! prompt cancellation.
+//! Layers, one file each: `translate` turns events into stream chunks, `request` turns
+//! options into the request body, `http_error` turns error responses into failures, and
+//! [`OpenAiAdapter`] drives one request. The HTTP/SSE plumbing (the streaming driver with its
+//! idle timeout and prompt cancellation, the SSE parser, keys, the request log, error wording)
+//! is `dsh-llm-http`'s, shared with every other provider crate.
 
 mod adapter;
 mod config;
-pub mod driver;
 mod http_error;
 mod models;
 mod request;
-pub mod request_log;
 mod responses;
 mod responses_adapter;
-mod secret;
-pub mod sse;
 mod translate;
 mod usage;
 mod wire;
 
 pub use adapter::OpenAiAdapter;
 pub use config::{OpenAiAdapterConfig, ProviderKind, ThinkingMode};
-/// Error classification shared with the other HTTP adapters (Anthropic), so every provider's
-/// failures get the same codes and the same cleaned-up messages.
-pub use http_error::{classify as classify_failure, readable as readable_error, retry_after_ms};
+/// The key types of [`OpenAiAdapterConfig::api_key`], re-exported so a configuration can be
+/// written with this crate alone.
+pub use dsh_llm_http::{ApiKeySource, Secret};
 pub use models::list_model_ids;
-pub use request_log::RequestLog;
 pub use responses::ResponsesTranslator;
 pub use responses_adapter::{ResponsesAdapter, openai_models};
-pub use secret::{ApiKeySource, Secret};
 pub use translate::{Progress, Translator};

@@ -304,7 +304,7 @@ mod tests {
     use dsh_llm::{CallId, LlmCallConfig, ToolSchema};
     use serde_json::{Value, json};
 
-    use crate::secret::ApiKeySource;
+    use dsh_llm_http::ApiKeySource;
 
     fn deepseek() -> OpenAiAdapterConfig {
         OpenAiAdapterConfig::deepseek("http://x", ApiKeySource::NotRequired)

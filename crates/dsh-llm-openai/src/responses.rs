@@ -10,10 +10,8 @@ use dsh_llm::{
     BlockType, CallId, ContentBlock, FailureCode, FinishReason, GenerateOptions, LlmFailure,
     Message, MessageSource, ModelInfo, Purpose, Role, StreamChunk, TokenUsage,
 };
+use dsh_llm_http::{WireTranslator, classify_failure};
 use serde_json::{Map, Value, json};
-
-use crate::driver::WireTranslator;
-use crate::http_error::classify;
 
 /// The key under which reasoning items travel in an assistant message's replay state.
 pub(crate) const REPLAY_KEY: &str = "responsesReasoning";
@@ -253,7 +251,7 @@ fn failure(error: &Value) -> LlmFailure {
     let code = error["code"].as_str().unwrap_or("");
     let message = error["message"].as_str().unwrap_or("the response failed");
     let mut f = LlmFailure::new(
-        classify(None, &format!("{code} {message}")),
+        classify_failure(None, &format!("{code} {message}")),
         format!("openai: {message}"),
     );
     if code == "rate_limit_exceeded" {

@@ -8,14 +8,14 @@ use dsh_llm::{
     Adapter, AdapterRegistration, ChunkStream, GenerateOptions, Llm, LlmError, LlmFailure,
     ModelInfo,
 };
-use futures::StreamExt;
+use dsh_llm_http::{
+    RequestLog, SseRequest, endpoint_url, http_client, key_header, stream_prepared,
+};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OpenAiAdapterConfig;
-use crate::driver::{SseRequest, endpoint_url, http_client, key_header, stream_sse};
 use crate::http_error::failure_from_response;
-use crate::request_log::RequestLog;
 use crate::responses::{ResponsesTranslator, build_body};
 
 /// OpenAI's main models (their windows, output ceilings, efforts and prices are the model
@@ -133,9 +133,6 @@ impl Adapter for ResponsesAdapter {
     }
 
     fn stream(&self, options: GenerateOptions) -> ChunkStream {
-        match self.inner.request(&options) {
-            Ok(request) => stream_sse(request, ResponsesTranslator::new()),
-            Err(failure) => futures::stream::iter([Err(failure)]).boxed(),
-        }
+        stream_prepared(self.inner.request(&options), ResponsesTranslator::new())
     }
 }

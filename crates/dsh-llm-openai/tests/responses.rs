@@ -11,11 +11,11 @@ use dsh_llm::{
     CallId, ContentBlock, FailureCode, FinishReason, GenerateOptions, Llm, LlmCallConfig, Message,
     StreamChunk,
 };
-use dsh_llm_openai::driver::WireTranslator;
-use dsh_llm_openai::sse::SseParser;
+use dsh_llm_http::SseParser;
+use dsh_llm_http::WireTranslator;
 use dsh_llm_openai::{ApiKeySource, OpenAiAdapterConfig, ResponsesAdapter, ResponsesTranslator};
 use dsh_testkit::responses::ResponseStream;
-use dsh_testkit::{MockResponse, MockServer, SseFrame};
+use dsh_testkit::{MockResponse, MockServer, SseFrame, split_reads};
 use futures::StreamExt;
 use proptest::prelude::*;
 
@@ -186,18 +186,14 @@ async fn cancel_mid_stream_is_aborted_and_disconnects() {
 }
 
 fn translate(bytes: &[u8], cuts: &[usize]) -> Vec<StreamChunk> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-    points.sort_unstable();
     let mut parser = SseParser::new();
     let mut translator = ResponsesTranslator::new();
     let (mut events, mut out) = (Vec::new(), std::collections::VecDeque::new());
-    let mut from = 0;
-    for to in points.into_iter().chain([bytes.len()]) {
-        parser.feed(&bytes[from..to], &mut events).unwrap();
+    for read in split_reads(bytes, cuts) {
+        parser.feed(read, &mut events).unwrap();
         for e in events.drain(..) {
             translator.on_event(&e.data, &mut out).unwrap();
         }
-        from = to;
     }
     out.into()
 }

@@ -10,9 +10,10 @@ use bytes::Bytes;
 use dsh_llm::{ChunkStream, FailureCode, LlmFailure, StreamChunk};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+use crate::exchange::{Answer, Exchange, aborted, error_chain, not_streamed, redact};
 use crate::request_log::RequestLog;
 use crate::secret::Secret;
 use crate::sse::{SseEvent, SseParser};
@@ -61,6 +62,19 @@ pub fn stream_sse<T: WireTranslator>(request: SseRequest, translator: T) -> Chun
     .boxed()
 }
 
+/// [`stream_sse`] for a request that may have been refused while it was prepared (no key, a
+/// body the format cannot express): the refusal becomes the stream's one failure, before any
+/// I/O. Adapters prepare synchronously in `Adapter::stream` and hand the result here.
+pub fn stream_prepared<T: WireTranslator>(
+    prepared: Result<SseRequest, LlmFailure>,
+    translator: T,
+) -> ChunkStream {
+    match prepared {
+        Ok(request) => stream_sse(request, translator),
+        Err(failure) => futures::stream::iter([Err(failure)]).boxed(),
+    }
+}
+
 type Item = Result<StreamChunk, LlmFailure>;
 
 enum State<T> {
@@ -93,6 +107,10 @@ struct Running<T> {
     pending: VecDeque<StreamChunk>,
     failure: Option<LlmFailure>,
     received: u64,
+    /// The first non-blank byte of the body (`{` for a JSON document sent without its type).
+    first_byte: Option<u8>,
+    /// Whether any event arrived.
+    saw_event: bool,
     max_bytes: u64,
     cancel: CancellationToken,
     idle: Duration,
@@ -100,99 +118,6 @@ struct Running<T> {
     key: Option<Secret>,
     log: RequestLog,
 }
-
-/// `{base_url}{path}` for a route, refusing a base URL that is not an absolute http(s) URL or
-/// that carries credentials, a query or a fragment: the endpoint is quoted in every transport
-/// failure, where a key must never appear, and a query would swallow the path.
-pub fn endpoint_url(route: &str, base_url: &str, path: &str) -> Result<String, dsh_llm::LlmError> {
-    let base = base_url.trim().trim_end_matches('/');
-    let invalid = |why: String| {
-        dsh_llm::LlmError::new(
-            FailureCode::InvalidRequest,
-            format!("the base URL of route `{route}` {why}"),
-        )
-    };
-    let url = reqwest::Url::parse(base).map_err(|e| {
-        if base.contains('@') {
-            invalid(format!("is invalid: {e}"))
-        } else {
-            invalid(format!("`{base}` is invalid: {e}"))
-        }
-    })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("must be an http(s) URL".into()));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(invalid(
-            "must not carry credentials; configure the API key instead".into(),
-        ));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("must not have a query or a fragment".into()));
-    }
-    Ok(format!("{base}{path}"))
-}
-
-/// An HTTP client for streaming: dsh's user agent, no redirects (a redirect could carry the
-/// key to another host).
-pub fn http_client() -> Result<reqwest::Client, dsh_llm::LlmError> {
-    reqwest::Client::builder()
-        .user_agent(dsh_llm::USER_AGENT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| {
-            dsh_llm::LlmError::new(
-                FailureCode::Transport,
-                format!("the HTTP client could not be built: {e}"),
-            )
-        })
-}
-
-/// `key` as a header value after `prefix` (`"Bearer "`, or `""` for `x-api-key`), marked
-/// sensitive so no `Debug` output of the request shows it. A key that cannot be a header value
-/// is an invalid credential, refused before any I/O.
-pub fn key_header(prefix: &str, key: &Secret) -> Result<HeaderValue, LlmFailure> {
-    let mut value = HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
-        LlmFailure::new(
-            FailureCode::InvalidCredential,
-            "the API key cannot be sent in an HTTP header",
-        )
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
-/// Removes the key from a failure message: providers echo keys in error bodies, and
-/// transport errors quote request details.
-pub(crate) fn redact(key: Option<&Secret>, mut failure: LlmFailure) -> LlmFailure {
-    if let Some(key) = key.map(Secret::expose).filter(|k| !k.is_empty()) {
-        failure.message = failure.message.replace(key, "***");
-    }
-    failure
-}
-
-pub(crate) fn aborted() -> LlmFailure {
-    LlmFailure::new(FailureCode::Aborted, "the request was cancelled")
-}
-
-/// `e` and its causes, joined with `: `.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// How much of an error response is read: provider error objects take a few hundred bytes;
-/// beyond this a proxy's page is cut off.
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 async fn open<T: WireTranslator>(
     request: SseRequest,
@@ -208,52 +133,20 @@ async fn open<T: WireTranslator>(
         classify,
         log,
     } = request;
-    let response = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Err(aborted()),
-        sent = tokio::time::timeout(idle, request.send()) => match sent {
-            Err(_) => {
-                let failure = LlmFailure::new(
-                    FailureCode::Timeout,
-                    format!("no data from {endpoint} for {} s while waiting for the response",
-                        idle.as_secs_f64()),
-                );
-                log.failed(&failure);
-                return Err(failure);
-            }
-            Ok(Err(e)) => {
-                let failure = LlmFailure::new(
-                    FailureCode::Transport,
-                    format!("could not reach {endpoint}: {}", error_chain(&e)),
-                );
-                let failure = redact(key.as_ref(), failure);
-                log.failed(&failure);
-                return Err(failure);
-            }
-            Ok(Ok(response)) => response,
-        },
+    let exchange = Exchange {
+        endpoint: &endpoint,
+        key: key.as_ref(),
+        idle,
+        cancel: &cancel,
+        log: &log,
     };
-    let status = response.status();
-    log.head(status.as_u16());
-    if !status.is_success() {
-        let headers = response.headers().clone();
-        let mut response = response;
-        let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY {
-            let read = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(aborted()),
-                read = tokio::time::timeout(idle, response.chunk()) => read,
-            };
-            let Ok(Ok(Some(bytes))) = read else { break };
-            let room = MAX_ERROR_BODY - body.len();
-            body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    let response = match exchange.send(request, classify).await? {
+        Answer::Stream(response) => response,
+        Answer::Document(body) => {
+            let failure = document_failure(translator, &body, &endpoint);
+            return Err(exchange.failed(failure));
         }
-        log.body(&body, key.as_ref());
-        let failure = redact(key.as_ref(), classify(status.as_u16(), &headers, &body));
-        log.failed(&failure);
-        return Err(failure);
-    }
+    };
     Ok(Box::new(Running {
         body: response.bytes_stream().boxed(),
         parser: SseParser::new(),
@@ -262,6 +155,8 @@ async fn open<T: WireTranslator>(
         pending: VecDeque::new(),
         failure: None,
         received: 0,
+        first_byte: None,
+        saw_event: false,
         max_bytes,
         cancel,
         idle,
@@ -269,6 +164,23 @@ async fn open<T: WireTranslator>(
         key,
         log,
     }))
+}
+
+/// The failure for a successful answer that is one JSON document instead of an event stream:
+/// servers that ignore `stream: true`, and base URLs that reach some other JSON API, answer
+/// this way, and reading the body as events would only say "ended early". The document is
+/// given to the (still fresh) translator as one event, so a format's error object sent with
+/// status 200 is reported as the error it is; anything else says the server did not stream.
+fn document_failure<T: WireTranslator>(
+    mut translator: T,
+    body: &[u8],
+    endpoint: &str,
+) -> LlmFailure {
+    let document = String::from_utf8_lossy(body);
+    match translator.on_event(&document, &mut VecDeque::new()) {
+        Err(failure) if failure.code != FailureCode::MalformedResponse => failure,
+        _ => not_streamed(endpoint),
+    }
 }
 
 impl<T: WireTranslator> Running<T> {
@@ -304,6 +216,9 @@ impl<T: WireTranslator> Running<T> {
                     FailureCode::EmptyResponse,
                     format!("{} answered with an empty body", self.endpoint),
                 ),
+                Ok(None) if !self.saw_event && self.first_byte == Some(b'{') => {
+                    not_streamed(&self.endpoint)
+                }
                 Ok(None) => self.translator.ended_early(),
                 Ok(Some(Err(e))) => LlmFailure::new(
                     FailureCode::Transport,
@@ -342,6 +257,9 @@ impl<T: WireTranslator> Running<T> {
             ));
             return;
         }
+        if self.first_byte.is_none() {
+            self.first_byte = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+        }
         let mut events = std::mem::take(&mut self.events);
         if let Err(e) = self.parser.feed(bytes, &mut events) {
             self.failure = Some(LlmFailure::new(
@@ -349,6 +267,7 @@ impl<T: WireTranslator> Running<T> {
                 format!("the event stream from {} is malformed: {e}", self.endpoint),
             ));
         }
+        self.saw_event |= !events.is_empty();
         for event in events.drain(..) {
             match self.translator.on_event(&event.data, &mut self.pending) {
                 Ok(false) => {}

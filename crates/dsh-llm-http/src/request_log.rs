@@ -4,8 +4,8 @@
 //! response as text.
 //!
 //! Headers are never logged (the key travels in one), and every logged body has the key
-//! replaced by `***` in case a server or proxy echoes it. Public so every HTTP adapter (the
-//! Anthropic one too) logs its requests the same way.
+//! replaced by `***` in case a server or proxy echoes it. Every HTTP adapter logs its
+//! requests through it, so `DSH_LOG=debug` reads the same on every route.
 
 use std::time::Instant;
 

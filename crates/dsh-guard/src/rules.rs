@@ -1,8 +1,9 @@
 //! Permission rules in the spirit of Claude Code's: `Tool` or `Tool(specifier)`, where the
 //! specifier is a command pattern for `bash` (`bash(git status*)`, `bash(npm run test *)`,
-//! `bash(git:*)`) and a path glob for `write`, `edit` and `read` (`write(/etc/**)`,
-//! `edit(src/**)`, `write(~/.ssh/*)`); tool names may use `*` (`mcp__github__*`), and a bare
-//! server name (`mcp__github`) names every tool of that MCP server.
+//! `bash(git:*)`) and a path glob for any other tool, matched against the paths its calls
+//! declare they write or read (`write(/etc/**)`, `edit(src/**)`, `read(~/.ssh/*)`); tool
+//! names may use `*` (`mcp__github__*`), and a bare server name (`mcp__github`) names every
+//! tool of that MCP server.
 //!
 //! Commands are split into their simple commands (across `&& || ; | &`, newlines, subshells,
 //! `$( )`, backticks and `bash -c '…'`), so `deny bash(git push *)` also catches
@@ -85,10 +86,10 @@ enum Specifier {
 pub struct CallFacts<'a> {
     /// The tool's name.
     pub tool: &'a str,
-    /// The `bash` command, when the tool is `bash`.
+    /// The command the call runs, as its tool declared it.
     pub command: Option<&'a str>,
-    /// The absolute target path of a file tool.
-    pub path: Option<&'a Path>,
+    /// The absolute paths it declared it writes, then those it reads.
+    pub paths: &'a [PathBuf],
     /// The workspace, for relative path globs.
     pub workspace: &'a Path,
 }
@@ -134,16 +135,10 @@ impl Rule {
         let specifier = match specifier {
             None => None,
             Some(spec) if tool == "bash" => Some(Specifier::Command(command_pattern(spec))),
-            Some(spec) if is_file_tool(&tool) => {
+            Some(spec) => {
                 // Checked now so a bad glob is a config error, not a silent non-match.
                 Glob::new(spec).map_err(|e| err(tool.len() + 1, &format!("bad path glob: {e}")))?;
                 Some(Specifier::Path(spec.to_owned()))
-            }
-            Some(_) => {
-                return Err(err(
-                    tool.len(),
-                    "only bash (a command), write, edit and read (a path) take a specifier",
-                ));
             }
         };
         Ok(Rule {
@@ -180,7 +175,9 @@ impl Rule {
                             .iter()
                             .any(|c| command_matches(pattern, c))
                 }),
-                Some(Specifier::Path(glob)) => path_matches(glob, call),
+                Some(Specifier::Path(glob)) => {
+                    call.paths.iter().any(|path| path_matches(glob, path, call))
+                }
             }
     }
 
@@ -196,7 +193,10 @@ impl Rule {
                             .iter()
                             .all(|c| command_matches(pattern, c))
                 }),
-                Some(Specifier::Path(glob)) => path_matches(glob, call),
+                Some(Specifier::Path(glob)) => {
+                    !call.paths.is_empty()
+                        && call.paths.iter().all(|path| path_matches(glob, path, call))
+                }
             }
     }
 }
@@ -208,11 +208,6 @@ impl fmt::Display for Rule {
             None => f.write_str(&self.text),
         }
     }
-}
-
-/// The tools whose specifier is a path.
-pub(crate) fn is_file_tool(tool: &str) -> bool {
-    matches!(tool, "write" | "edit" | "read")
 }
 
 /// `cmd:*` is Claude Code's spelling of `cmd *`.
@@ -252,10 +247,7 @@ fn wildcard(pattern: &str, text: &str) -> bool {
     remaining.ends_with(last)
 }
 
-fn path_matches(glob: &str, call: &CallFacts<'_>) -> bool {
-    let Some(path) = call.path else {
-        return false;
-    };
+fn path_matches(glob: &str, path: &Path, call: &CallFacts<'_>) -> bool {
     let pattern = if let Some(rest) = glob.strip_prefix("~/") {
         match std::env::var_os("HOME") {
             Some(home) => PathBuf::from(home).join(rest),
@@ -374,10 +366,11 @@ mod tests {
     use super::*;
 
     fn facts<'a>(tool: &'a str, command: Option<&'a str>, path: Option<&'a Path>) -> CallFacts<'a> {
+        let paths: Vec<PathBuf> = path.map(Path::to_path_buf).into_iter().collect();
         CallFacts {
             tool,
             command,
-            path,
+            paths: Box::leak(paths.into_boxed_slice()),
             workspace: Path::new("/ws"),
         }
     }
@@ -455,7 +448,7 @@ mod tests {
         assert_eq!(Rule::parse("bash(git").unwrap_err().offset, 8);
         assert_eq!(Rule::parse("ba sh").unwrap_err().offset, 2);
         assert_eq!(Rule::parse("bash()").unwrap_err().offset, 5);
-        assert!(Rule::parse("grep(x)").is_err());
+        assert_eq!(Rule::parse("grep(a[)").unwrap_err().offset, 5);
         assert!(Rule::parse("").is_err());
     }
 }

@@ -272,3 +272,178 @@ async fn a_subagent_runs_under_its_parents_session_policy() {
     let logged = decisions(&child);
     assert_eq!(logged.last().unwrap()["approval"], "auto");
 }
+
+/// A tool the guard has never heard of, written the way a third party would: it says which
+/// file a call writes (its own argument, `target`) and nothing else.
+struct Scribble {
+    out: common::Log,
+}
+
+#[async_trait]
+impl dsh_tools::Tool for Scribble {
+    fn name(&self) -> &str {
+        "scribble"
+    }
+
+    fn description(&self) -> &str {
+        "writes a note into a file"
+    }
+
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
+    fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
+        dsh_tools::ToolEffects::none().writes(args["target"].as_str().unwrap_or(""))
+    }
+
+    async fn execute(
+        &self,
+        args: Value,
+        _call: &dsh_tools::ToolCallContext,
+    ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
+        self.out
+            .lock()
+            .push(format!("scribbled {}", args["target"]));
+        Ok(dsh_tools::ToolOutput::text("ok"))
+    }
+}
+
+#[tokio::test]
+async fn a_new_file_writing_tool_meets_the_write_root_check_through_its_declared_effects() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let _tool = rt
+        .register(&ctx, Arc::new(Scribble { out: out.clone() }))
+        .unwrap();
+    let g = guard(
+        SandboxMode::WorkspaceWrite,
+        ApprovalPolicy::Never,
+        Rules::default(),
+    );
+    let _guard = install(&ctx, g).unwrap();
+    let a = agent(&ctx, "a");
+    let outside = rt
+        .run(&exec("scribble", r#"{"target":"/etc/cron.d/x"}"#, Some(&a)))
+        .await;
+    assert!(outside.is_error);
+    assert!(
+        outside
+            .text()
+            .contains("`scribble` may not write /etc/cron.d/x"),
+        "{}",
+        outside.text()
+    );
+    assert!(
+        entries(&out).is_empty(),
+        "the body ran: {:?}",
+        entries(&out)
+    );
+    let inside = rt
+        .run(&exec("scribble", r#"{"target":"notes/a.md"}"#, Some(&a)))
+        .await;
+    assert!(!inside.is_error, "{}", inside.text());
+    assert_eq!(entries(&out), [r#"scribbled "notes/a.md""#]);
+}
+
+#[tokio::test]
+async fn a_tool_that_declares_nothing_asks_and_never_refuses_it() {
+    let (ctx, rt) = runtime();
+    let out = log();
+    let tool = common::fn_tool("mystery", |_, _| Ok(dsh_tools::ToolOutput::text("did it")));
+    // fn_tool declares like the built-ins; this one must declare nothing at all.
+    struct Undeclared<T>(Arc<T>);
+    #[async_trait]
+    impl<T: dsh_tools::Tool> dsh_tools::Tool for Undeclared<T> {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn description(&self) -> &str {
+            self.0.description()
+        }
+        fn parameters(&self) -> Value {
+            self.0.parameters()
+        }
+        async fn execute(
+            &self,
+            args: Value,
+            call: &dsh_tools::ToolCallContext,
+        ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
+            self.0.execute(args, call).await
+        }
+    }
+    let _tool = rt.register(&ctx, Arc::new(Undeclared(tool))).unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let _guard = asking(
+        &ctx,
+        Arc::new(Scripted {
+            answer: ApprovalOutcome::Rejected,
+            asked: asked.clone(),
+        }),
+        SandboxMode::WorkspaceWrite,
+    );
+    let a = agent(&ctx, "a");
+    let result = rt.run(&exec("mystery", "{}", Some(&a))).await;
+    assert!(result.is_error, "{}", result.text());
+    let asked = asked.lock();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("does not declare what it does")),
+        "{:?}",
+        asked[0].reason
+    );
+    drop(out);
+}
+
+#[tokio::test]
+async fn a_tool_reaching_the_network_is_refused_while_the_network_is_off() {
+    struct Fetch;
+    #[async_trait]
+    impl dsh_tools::Tool for Fetch {
+        fn name(&self) -> &str {
+            "fetch_page"
+        }
+        fn description(&self) -> &str {
+            "fetches a page"
+        }
+        fn parameters(&self) -> Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
+            dsh_tools::ToolEffects::none().reaches(args["url"].as_str().unwrap_or(""))
+        }
+        async fn execute(
+            &self,
+            _args: Value,
+            _call: &dsh_tools::ToolCallContext,
+        ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
+            Ok(dsh_tools::ToolOutput::text("page"))
+        }
+    }
+    let (ctx, rt) = runtime();
+    let _tool = rt.register(&ctx, Arc::new(Fetch)).unwrap();
+    let mut sandbox = SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/ws");
+    sandbox.network = false;
+    let _guard = install(
+        &ctx,
+        Arc::new(Guard {
+            sandbox,
+            approval: ApprovalPolicy::Never,
+            rules: Rules::default(),
+        }),
+    )
+    .unwrap();
+    let a = agent(&ctx, "a");
+    let off = rt
+        .run(&exec(
+            "fetch_page",
+            r#"{"url":"https://example.org/"}"#,
+            Some(&a),
+        ))
+        .await;
+    assert!(off.is_error);
+    assert!(off.text().contains("the network is off"), "{}", off.text());
+}

@@ -273,20 +273,23 @@ async fn a_subagent_runs_under_its_parents_session_policy() {
     assert_eq!(logged.last().unwrap()["approval"], "auto");
 }
 
-/// A tool the guard has never heard of, written the way a third party would: it says which
-/// file a call writes (its own argument, `target`) and nothing else.
-struct Scribble {
-    out: common::Log,
+/// A tool the guard has never heard of, written the way a third party would: its effects are
+/// whatever `declare` says for the arguments (`None`: it declares nothing), and its body
+/// records that it ran.
+struct Foreign {
+    name: &'static str,
+    declare: fn(&Value) -> Option<dsh_tools::ToolEffects>,
+    ran: common::Log,
 }
 
 #[async_trait]
-impl dsh_tools::Tool for Scribble {
+impl dsh_tools::Tool for Foreign {
     fn name(&self) -> &str {
-        "scribble"
+        self.name
     }
 
     fn description(&self) -> &str {
-        "writes a note into a file"
+        "a third party's tool"
     }
 
     fn parameters(&self) -> Value {
@@ -294,7 +297,7 @@ impl dsh_tools::Tool for Scribble {
     }
 
     fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
-        dsh_tools::ToolEffects::none().writes(args["target"].as_str().unwrap_or(""))
+        (self.declare)(args).unwrap_or_else(dsh_tools::ToolEffects::undeclared)
     }
 
     async fn execute(
@@ -302,20 +305,31 @@ impl dsh_tools::Tool for Scribble {
         args: Value,
         _call: &dsh_tools::ToolCallContext,
     ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
-        self.out
-            .lock()
-            .push(format!("scribbled {}", args["target"]));
+        self.ran.lock().push(format!("{} {args}", self.name));
         Ok(dsh_tools::ToolOutput::text("ok"))
     }
+}
+
+fn foreign(
+    name: &'static str,
+    declare: fn(&Value) -> Option<dsh_tools::ToolEffects>,
+) -> (Arc<Foreign>, common::Log) {
+    let ran = log();
+    let tool = Arc::new(Foreign {
+        name,
+        declare,
+        ran: ran.clone(),
+    });
+    (tool, ran)
 }
 
 #[tokio::test]
 async fn a_new_file_writing_tool_meets_the_write_root_check_through_its_declared_effects() {
     let (ctx, rt) = runtime();
-    let out = log();
-    let _tool = rt
-        .register(&ctx, Arc::new(Scribble { out: out.clone() }))
-        .unwrap();
+    let (tool, ran) = foreign("scribble", |args| {
+        Some(dsh_tools::ToolEffects::none().writes(args["target"].as_str().unwrap_or("")))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
     let g = guard(
         SandboxMode::WorkspaceWrite,
         ApprovalPolicy::Never,
@@ -335,44 +349,22 @@ async fn a_new_file_writing_tool_meets_the_write_root_check_through_its_declared
         outside.text()
     );
     assert!(
-        entries(&out).is_empty(),
+        entries(&ran).is_empty(),
         "the body ran: {:?}",
-        entries(&out)
+        entries(&ran)
     );
     let inside = rt
         .run(&exec("scribble", r#"{"target":"notes/a.md"}"#, Some(&a)))
         .await;
     assert!(!inside.is_error, "{}", inside.text());
-    assert_eq!(entries(&out), [r#"scribbled "notes/a.md""#]);
+    assert_eq!(entries(&ran), [r#"scribble {"target":"notes/a.md"}"#]);
 }
 
 #[tokio::test]
-async fn a_tool_that_declares_nothing_asks_and_never_refuses_it() {
+async fn a_tool_that_declares_nothing_is_asked_about() {
     let (ctx, rt) = runtime();
-    let out = log();
-    let tool = common::fn_tool("mystery", |_, _| Ok(dsh_tools::ToolOutput::text("did it")));
-    // fn_tool declares like the built-ins; this one must declare nothing at all.
-    struct Undeclared<T>(Arc<T>);
-    #[async_trait]
-    impl<T: dsh_tools::Tool> dsh_tools::Tool for Undeclared<T> {
-        fn name(&self) -> &str {
-            self.0.name()
-        }
-        fn description(&self) -> &str {
-            self.0.description()
-        }
-        fn parameters(&self) -> Value {
-            self.0.parameters()
-        }
-        async fn execute(
-            &self,
-            args: Value,
-            call: &dsh_tools::ToolCallContext,
-        ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
-            self.0.execute(args, call).await
-        }
-    }
-    let _tool = rt.register(&ctx, Arc::new(Undeclared(tool))).unwrap();
+    let (tool, ran) = foreign("mystery", |_| None);
+    let _tool = rt.register(&ctx, tool).unwrap();
     let asked = Arc::new(Mutex::new(Vec::new()));
     let _guard = asking(
         &ctx,
@@ -385,6 +377,7 @@ async fn a_tool_that_declares_nothing_asks_and_never_refuses_it() {
     let a = agent(&ctx, "a");
     let result = rt.run(&exec("mystery", "{}", Some(&a))).await;
     assert!(result.is_error, "{}", result.text());
+    assert!(entries(&ran).is_empty());
     let asked = asked.lock();
     assert_eq!(asked.len(), 1);
     assert!(
@@ -395,36 +388,15 @@ async fn a_tool_that_declares_nothing_asks_and_never_refuses_it() {
         "{:?}",
         asked[0].reason
     );
-    drop(out);
 }
 
 #[tokio::test]
 async fn a_tool_reaching_the_network_is_refused_while_the_network_is_off() {
-    struct Fetch;
-    #[async_trait]
-    impl dsh_tools::Tool for Fetch {
-        fn name(&self) -> &str {
-            "fetch_page"
-        }
-        fn description(&self) -> &str {
-            "fetches a page"
-        }
-        fn parameters(&self) -> Value {
-            serde_json::json!({"type": "object"})
-        }
-        fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
-            dsh_tools::ToolEffects::none().reaches(args["url"].as_str().unwrap_or(""))
-        }
-        async fn execute(
-            &self,
-            _args: Value,
-            _call: &dsh_tools::ToolCallContext,
-        ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
-            Ok(dsh_tools::ToolOutput::text("page"))
-        }
-    }
     let (ctx, rt) = runtime();
-    let _tool = rt.register(&ctx, Arc::new(Fetch)).unwrap();
+    let (tool, ran) = foreign("fetch_page", |args| {
+        Some(dsh_tools::ToolEffects::none().reaches(args["url"].as_str().unwrap_or("")))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
     let mut sandbox = SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/ws");
     sandbox.network = false;
     let _guard = install(
@@ -446,4 +418,5 @@ async fn a_tool_reaching_the_network_is_refused_while_the_network_is_off() {
         .await;
     assert!(off.is_error);
     assert!(off.text().contains("the network is off"), "{}", off.text());
+    assert!(entries(&ran).is_empty());
 }

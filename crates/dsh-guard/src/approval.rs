@@ -19,7 +19,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use dsh_tools::ToolEffects;
+use dsh_tools::{ToolEffects, names_private_address};
 use serde::Serialize;
 
 use crate::mode::SandboxMode;
@@ -234,6 +234,7 @@ impl Guard {
             tool: &tool,
             command,
             paths: &paths,
+            hosts: effects.network(),
             workspace: base,
         };
         let escalation = effects
@@ -308,21 +309,26 @@ impl Guard {
                 );
             }
         }
-        if let Some(target) = effects.network().first()
+        if let Some(host) = effects.network().first()
             && !self.sandbox.network
-            && mode.confines()
         {
             return self.beyond_mode(
                 Beyond {
-                    asked: format!("`{}` reaches {target} while the network is off", call.tool),
+                    asked: format!("`{}` reaches {host} while the network is off", call.tool),
                     refused: format!(
-                        "`{}` may not reach {target}: the network is off for this session \
+                        "`{}` may not reach {host}: the network is off for this session \
                          (`[sandbox] network = false`)",
                         call.tool
                     ),
                 },
                 None,
             );
+        }
+        if let Some(host) = effects.network().iter().find(|h| names_private_address(h)) {
+            return self.needs_approval(format!(
+                "`{}` reaches {host}, which is this machine or a private network",
+                call.tool
+            ));
         }
         if let Some(command) = command
             && mode == SandboxMode::DangerFullAccess
@@ -468,6 +474,7 @@ mod tests {
             }
             "write" | "edit" => ToolEffects::none().writes(text("file_path").unwrap_or("")),
             "read" => ToolEffects::none().reads(text("file_path").unwrap_or("")),
+            "web_fetch" => ToolEffects::none().reaches(text("host").unwrap_or("")),
             t if t.starts_with("mcp__") => ToolEffects::undeclared(),
             _ => ToolEffects::none(),
         }
@@ -497,6 +504,36 @@ mod tests {
         let commit = decide(&g, "bash", bash("git commit -m x"));
         assert!(matches!(commit.verdict, Verdict::Ask { .. }), "{commit:?}");
         assert_eq!(decide(&g, "bash", bash("git log")).verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn reaching_a_private_address_needs_approval_unless_a_domain_rule_allows_it() {
+        let fetch = |host: &str| serde_json::json!({ "host": host });
+        let mut ask = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        let d = decide(&ask, "web_fetch", fetch("169.254.169.254"));
+        let Verdict::Ask { reason } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("private network"), "{reason}");
+        assert_eq!(
+            decide(&ask, "web_fetch", fetch("docs.rs")).verdict,
+            Verdict::Allow
+        );
+        let never = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Never);
+        assert!(matches!(
+            decide(&never, "web_fetch", fetch("localhost")).verdict,
+            Verdict::Deny { .. }
+        ));
+        ask.rules.allow = rules(&["web_fetch(domain:localhost)"]);
+        assert_eq!(
+            decide(&ask, "web_fetch", fetch("localhost")).verdict,
+            Verdict::Allow
+        );
+        ask.rules.deny = rules(&["web_fetch(domain:*.example.com)"]);
+        assert!(matches!(
+            decide(&ask, "web_fetch", fetch("cdn.example.com")).verdict,
+            Verdict::Deny { .. }
+        ));
     }
 
     #[test]

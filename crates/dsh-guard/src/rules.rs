@@ -1,7 +1,8 @@
 //! Permission rules in the spirit of Claude Code's: `Tool` or `Tool(specifier)`, where the
 //! specifier is a command pattern for `bash` (`bash(git status*)`, `bash(npm run test *)`,
 //! `bash(git:*)`) and a path glob for any other tool, matched against the paths its calls
-//! declare they write or read (`write(/etc/**)`, `edit(src/**)`, `read(~/.ssh/*)`); tool
+//! declare they write or read (`write(/etc/**)`, `edit(src/**)`, `read(~/.ssh/*)`), or
+//! `domain:HOST` for the hosts a call reaches (`web_fetch(domain:docs.rs)`); tool
 //! names may use `*` (`mcp__github__*`), and a bare server name (`mcp__github`) names every
 //! tool of that MCP server.
 //!
@@ -79,6 +80,9 @@ enum Specifier {
     Command(String),
     /// A path glob, resolved when matched (relative to the workspace, `~` to the home).
     Path(String),
+    /// `domain:HOST` (exactly that host) or `domain:*.HOST` (its subdomains only), matched
+    /// against the hosts a call reaches.
+    Domain(String),
 }
 
 /// The facts of one call a rule is matched against.
@@ -90,6 +94,8 @@ pub struct CallFacts<'a> {
     pub command: Option<&'a str>,
     /// The absolute paths it declared it writes, then those it reads.
     pub paths: &'a [PathBuf],
+    /// The hosts dsh connects to for it (lower case).
+    pub hosts: &'a [String],
     /// The workspace, for relative path globs.
     pub workspace: &'a Path,
 }
@@ -135,6 +141,17 @@ impl Rule {
         let specifier = match specifier {
             None => None,
             Some(spec) if tool == "bash" => Some(Specifier::Command(command_pattern(spec))),
+            Some(spec) if spec.starts_with("domain:") => {
+                let domain = spec["domain:".len()..].trim().to_ascii_lowercase();
+                let bare = domain.strip_prefix("*.").unwrap_or(&domain);
+                if bare.is_empty() || bare.contains(['*', '/', ':', ' ']) {
+                    return Err(err(
+                        tool.len() + 1 + "domain:".len(),
+                        "expected a host name after `domain:` (`example.com`, or `*.example.com` for its subdomains)",
+                    ));
+                }
+                Some(Specifier::Domain(domain))
+            }
             Some(spec) => {
                 // Checked now so a bad glob is a config error, not a silent non-match.
                 Glob::new(spec).map_err(|e| err(tool.len() + 1, &format!("bad path glob: {e}")))?;
@@ -178,6 +195,9 @@ impl Rule {
                 Some(Specifier::Path(glob)) => {
                     call.paths.iter().any(|path| path_matches(glob, path, call))
                 }
+                Some(Specifier::Domain(domain)) => {
+                    call.hosts.iter().any(|host| domain_matches(domain, host))
+                }
             }
     }
 
@@ -196,6 +216,10 @@ impl Rule {
                 Some(Specifier::Path(glob)) => {
                     !call.paths.is_empty()
                         && call.paths.iter().all(|path| path_matches(glob, path, call))
+                }
+                Some(Specifier::Domain(domain)) => {
+                    !call.hosts.is_empty()
+                        && call.hosts.iter().all(|host| domain_matches(domain, host))
                 }
             }
     }
@@ -245,6 +269,16 @@ fn wildcard(pattern: &str, text: &str) -> bool {
         }
     }
     remaining.ends_with(last)
+}
+
+/// `example.com` is that host only; `*.example.com` its subdomains only (not the bare name).
+fn domain_matches(domain: &str, host: &str) -> bool {
+    match domain.strip_prefix("*.") {
+        Some(parent) => host
+            .strip_suffix(parent)
+            .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+        None => host == domain,
+    }
 }
 
 fn path_matches(glob: &str, path: &Path, call: &CallFacts<'_>) -> bool {
@@ -371,8 +405,35 @@ mod tests {
             tool,
             command,
             paths: Box::leak(paths.into_boxed_slice()),
+            hosts: &[],
             workspace: Path::new("/ws"),
         }
+    }
+
+    #[test]
+    fn domain_rules_match_a_host_exactly_or_its_subdomains_only() {
+        let exact = Rule::parse("web_fetch(domain:Example.com)").unwrap();
+        let subs = Rule::parse("web_fetch(domain:*.example.com)").unwrap();
+        let facts = |hosts: &'static [String]| CallFacts {
+            tool: "web_fetch",
+            command: None,
+            paths: &[],
+            hosts,
+            workspace: Path::new("/ws"),
+        };
+        let host =
+            |h: &str| -> &'static [String] { Box::leak(vec![h.to_owned()].into_boxed_slice()) };
+        assert!(exact.matches_all(&facts(host("example.com"))));
+        assert!(!exact.matches_all(&facts(host("docs.example.com"))));
+        assert!(!exact.matches_any(&facts(host("example.com.evil.org"))));
+        assert!(subs.matches_all(&facts(host("docs.example.com"))));
+        assert!(!subs.matches_all(&facts(host("example.com"))));
+        assert!(!subs.matches_all(&facts(host("badexample.com"))));
+        assert!(!exact.matches_all(&facts(&[])));
+        assert_eq!(
+            Rule::parse("web_fetch(domain:)").unwrap_err().offset,
+            "web_fetch(domain:".len()
+        );
     }
 
     fn bash(rule: &str, command: &str) -> (bool, bool) {

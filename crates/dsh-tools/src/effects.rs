@@ -10,6 +10,7 @@
 //! A tool that says nothing is [`ToolEffects::undeclared`]: policy treats it as possibly doing
 //! anything (it asks), which is what a new tool gets until its author declares better.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// A shell command a call runs.
@@ -85,11 +86,13 @@ impl ToolEffects {
         self
     }
 
-    /// dsh itself reaches `target` (a URL or host) over the network for this call.
+    /// dsh itself connects to `host` (a domain name or an IP address, as the call names it)
+    /// for this call. Rules such as `web_fetch(domain:example.com)` match it, and a host that
+    /// names a private address ([`names_private_address`]) needs approval.
     #[must_use]
-    pub fn reaches(mut self, target: impl Into<String>) -> Self {
+    pub fn reaches(mut self, host: impl Into<String>) -> Self {
         self.declared = true;
-        self.network.push(target.into());
+        self.network.push(host.into().to_ascii_lowercase());
         self
     }
 
@@ -124,9 +127,51 @@ impl ToolEffects {
         self.command.as_ref()
     }
 
-    /// What it reaches over the network.
+    /// The hosts dsh connects to for it (lower case).
     pub fn network(&self) -> &[String] {
         &self.network
+    }
+}
+
+/// Whether `host` names this machine or a private network directly: `localhost` (and
+/// `*.localhost`), or an IP address that is loopback, private, link-local, carrier-grade NAT,
+/// unique-local or unspecified. Reaching one from dsh itself (not from a confined command) is
+/// how a prompt-injected call would read a service that trusts its network position (SSRF),
+/// so such a target needs a person's approval. A domain name that merely *resolves* to such an
+/// address is the fetching tool's to refuse, at connection time.
+pub fn names_private_address(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let lower = host.to_ascii_lowercase();
+    if lower == "localhost" || lower.ends_with(".localhost") {
+        return true;
+    }
+    host.parse::<IpAddr>().is_ok_and(is_private_address)
+}
+
+/// Whether `ip` is loopback, private, link-local, carrier-grade NAT (100.64/10), unique-local
+/// (fc00::/7), unspecified, or an IPv4-mapped IPv6 form of one of those.
+pub fn is_private_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private_address(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
     }
 }
 
@@ -153,6 +198,36 @@ mod tests {
             escalated.command().and_then(|c| c.escalation.as_deref()),
             Some("why")
         );
+    }
+
+    #[test]
+    fn private_hosts_are_this_machine_and_private_networks_only() {
+        for private in [
+            "localhost",
+            "api.localhost",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "[::1]",
+            "::ffff:127.0.0.1",
+            "fd00::1",
+            "fe80::1",
+        ] {
+            assert!(names_private_address(private), "{private}");
+        }
+        for public in [
+            "example.com",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1",
+        ] {
+            assert!(!names_private_address(public), "{public}");
+        }
     }
 
     #[test]

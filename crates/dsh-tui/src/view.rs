@@ -31,13 +31,13 @@ const PENDING_ROWS: usize = 3;
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        frame.render_widget(
-            Paragraph::new(format!(
-                "terminal too small ({}×{}): need {MIN_WIDTH}×{MIN_HEIGHT}",
-                area.width, area.height
-            )),
-            area,
+        // Wrapped, so the message itself is never cut off.
+        let text = format!(
+            "terminal too small ({}×{}): need {MIN_WIDTH}×{MIN_HEIGHT}",
+            area.width, area.height
         );
+        let rows = wrap_line(&Line::raw(text), area.width as usize, 0);
+        frame.render_widget(Paragraph::new(rows), area);
         return;
     }
     let width = area.width as usize;
@@ -210,22 +210,34 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
             None => "  tab back to the card".to_owned(),
         };
         out.push(Line::styled(truncate(&keys, width), dim));
-    } else if !app.pending.is_empty() {
-        for p in app.pending.iter().take(PENDING_ROWS) {
-            let (glyph, what) = if p.steer {
-                ("↳", "steer")
-            } else {
-                ("⇥", "queued")
-            };
-            let first = p.text.lines().next().unwrap_or("");
+    } else if !app.pending.is_empty() || !app.deferred.is_empty() {
+        let mut rows: Vec<String> = app
+            .pending
+            .iter()
+            .map(|p| {
+                let (glyph, what) = if p.steer {
+                    ("↳", "steer")
+                } else {
+                    ("⇥", "queued")
+                };
+                let first = p.text.lines().next().unwrap_or("");
+                format!("{glyph} {what}: {first}")
+            })
+            .collect();
+        rows.extend(
+            app.deferred
+                .iter()
+                .map(|c| format!("⇥ after the turn: {}", c.describe())),
+        );
+        for row in rows.iter().take(PENDING_ROWS) {
             out.push(Line::styled(
-                truncate(&format!("{glyph} {what}: {first}"), width),
+                truncate(row, width),
                 Style::new().fg(Color::Cyan),
             ));
         }
-        if app.pending.len() > PENDING_ROWS {
+        if rows.len() > PENDING_ROWS {
             out.push(Line::styled(
-                format!("  +{} more", app.pending.len() - PENDING_ROWS),
+                format!("  +{} more", rows.len() - PENDING_ROWS),
                 dim,
             ));
         }
@@ -242,7 +254,16 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
         .as_ref()
         .filter(|(_, until)| now < *until)
         .map(|(t, _)| t.clone());
-    if app.running() {
+    if let Some(busy) = &app.busy {
+        let mut text = status::busy_indicator(busy, now);
+        if let Some(h) = &hint {
+            text = format!("{text} · {h}");
+        }
+        out.push(Line::styled(
+            truncate(&text, width),
+            Style::new().fg(Color::Magenta),
+        ));
+    } else if app.running() {
         let mut text = status::indicator(
             &app.transcript.activity,
             !app.cards.is_empty(),
@@ -292,7 +313,7 @@ fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
                 Style::new()
             };
             let head = format!("/{name} {args}");
-            Line::styled(truncate(&format!("  {head:<16} {what}"), width), style)
+            Line::styled(truncate(&format!("  {head:<22} {what}"), width), style)
         })
         .collect()
 }
@@ -368,6 +389,45 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
             }
             lines
         }
+        Overlay::Models(p) => {
+            let mut lines = vec![
+                Line::styled(
+                    "Switch model · type to filter · enter switches · esc closes",
+                    bold,
+                ),
+                Line::raw(format!("filter: {}▏", p.filter)),
+            ];
+            let rows = p.filtered();
+            if rows.is_empty() {
+                lines.push(Line::styled("no matching models", dim));
+            }
+            for (i, m) in rows
+                .iter()
+                .enumerate()
+                .take(area.height.saturating_sub(3) as usize)
+            {
+                let window = m
+                    .context_window
+                    .map_or("?".to_owned(), |w| format!("{}k", w / 1000));
+                let prices = m.prices.map_or("no prices".to_owned(), |p| {
+                    format!(
+                        "${} in · ${} cached · ${} out per M",
+                        p.input, p.cache_read, p.output
+                    )
+                });
+                let text = format!(
+                    "{:<28} {:<12} {:>6} window · {prices}",
+                    m.id, m.provider, window
+                );
+                let style = if i == p.selected {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new()
+                };
+                lines.push(Line::styled(truncate(&text, width), style));
+            }
+            lines
+        }
         Overlay::Picker(p) => {
             let mut lines = vec![
                 Line::styled(
@@ -395,7 +455,8 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
                         let turns = e.turns.map_or("?".to_owned(), |t| t.to_string());
                         let prompt = e.first_prompt.as_deref().unwrap_or("(no prompt)");
                         let prompt = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let text = format!("{:>4} · {turns:>3} turns · {prompt}", age);
+                        let id: String = e.id.as_str().chars().take(8).collect();
+                        let text = format!("{id}  {:>4} · {turns:>3} turns · {prompt}", age);
                         let style = if i == p.selected {
                             Style::new().add_modifier(Modifier::REVERSED)
                         } else {

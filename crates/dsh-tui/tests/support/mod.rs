@@ -112,11 +112,16 @@ pub fn info() -> HostInfo {
         model: "deepseek-chat".into(),
         provider: "deepseek".into(),
         cwd: "/work/project".into(),
-        mode: "no sandbox".into(),
+        mode: "workspace-write · ask · network off".into(),
         models: vec![ModelEntry {
             id: "deepseek-chat".into(),
+            provider: "deepseek".into(),
             context_window: Some(128_000),
-            prices: None,
+            prices: Some(dsh_tui::Prices {
+                input: 0.28,
+                cache_read: 0.028,
+                output: 0.42,
+            }),
         }],
     }
 }

@@ -23,7 +23,7 @@ use dsh_agent::events::AgentRequest;
 use dsh_guard::{ApprovalPolicy, SessionPolicies};
 use dsh_kernel::Context;
 use dsh_llm::catalog::ModelFacts;
-use dsh_session::{SessionDisposed, SessionId};
+use dsh_session::{EventDraft, EventKind, SessionDisposed, SessionId};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -170,11 +170,14 @@ impl Harness {
             reasoning_effort: settings.reasoning_effort.as_ref().map(|e| e.value.clone()),
         };
         let session = agent.session();
+        // Ignorable: a reader that does not know it (an older dsh) still loads the session;
+        // it only loses the choice.
+        let record = EventKind::other(
+            ROUTE_EVENT,
+            json!({"provider": switched.route.provider, "model": switched.route.model}),
+        );
         session
-            .append_plugin(
-                ROUTE_EVENT,
-                &json!({"provider": switched.route.provider, "model": switched.route.model}),
-            )
+            .append_draft(EventDraft::new(record).ignorable())
             .map_err(|e| HarnessError::store("record the model switch", e))?;
         if session.is_attached() {
             self.core

@@ -105,6 +105,8 @@ pub struct Busy {
     pub what: String,
     /// Since when.
     pub since: Instant,
+    /// Compactions the transcript had seen end when it started.
+    pub compactions: u64,
 }
 
 /// The whole UI state.

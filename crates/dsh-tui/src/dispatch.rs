@@ -57,6 +57,7 @@ impl App {
                 self.busy = Some(Busy {
                     what: "Compacting".into(),
                     since: Instant::now(),
+                    compactions: self.transcript.compactions,
                 });
                 vec![Effect::Compact(focus)]
             }
@@ -138,8 +139,10 @@ impl App {
     /// `compaction/end` shows as a notice, live and replayed alike); only a compaction that
     /// never started has something to add.
     pub fn compacted(&mut self, outcome: Result<String, String>) {
-        self.busy = None;
-        if let Err(error) = outcome {
+        let started = self.busy.take().map_or(0, |b| b.compactions);
+        if let Err(error) = outcome
+            && self.transcript.compactions == started
+        {
             self.transcript.error(error);
         }
     }

@@ -145,18 +145,32 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let mut saved = history.len();
     let mut app = App::new(first_info, history);
     app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let mut failed_resume = None;
     let mut handle = match options.resume.clone() {
-        Some(reference) => match host.locate(reference.as_str()).await {
-            Ok(id) => open(&host, &mut app, &current, Some(id)).await,
-            Err(e) => {
-                app.transcript.error(e.to_string());
-                None
+        Some(reference) => {
+            let resumed = match host.locate(reference.as_str()).await {
+                Ok(id) => opened(&host, Some(id)).await,
+                Err(e) => Err(e),
+            };
+            match resumed {
+                Ok(h) => {
+                    show(&host, &mut app, &current, &h);
+                    Some(h)
+                }
+                Err(e) => {
+                    failed_resume = Some(e.to_string());
+                    None
+                }
             }
-        },
+        }
         None => None,
     };
     if handle.is_none() {
         handle = open(&host, &mut app, &current, None).await;
+    }
+    // Said after the new session is on screen (showing one starts a fresh transcript).
+    if let Some(error) = failed_resume {
+        app.transcript.error(error);
     }
 
     let mut guard = Some(TerminalGuard::enter(options.keyboard_protocol)?);
@@ -266,24 +280,27 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     replayed_to = replayed(&handle);
                 }
                 Effect::Resume(reference) => {
-                    // The reference is resolved before anything is given up: a typo never
-                    // costs the session on screen.
-                    match host.locate(&reference).await {
+                    // The new session is opened before the one on screen is given up: a
+                    // reference that names nothing (or a session that cannot be resumed)
+                    // leaves everything as it was.
+                    let resumed = match host.locate(&reference).await {
                         Ok(id) if app.session.as_ref() == Some(&id) => {
                             app.transcript.notice(format!("already in session {id}"));
+                            continue;
                         }
-                        Ok(id) => {
-                            let previous = app.session.clone();
+                        Ok(id) => opened(&host, Some(id)).await,
+                        Err(e) => Err(e),
+                    };
+                    match resumed {
+                        Ok(h) => {
                             close(handle.take()).await;
-                            handle = open(&host, &mut app, &current, Some(id)).await;
-                            if handle.is_none() {
-                                handle = open(&host, &mut app, &current, previous).await;
-                            }
+                            show(&host, &mut app, &current, &h);
+                            handle = Some(h);
                             replayed_to = replayed(&handle);
                         }
                         Err(e) => {
-                            // Not an id: the picker, filtered by it; its one error if nothing
-                            // matches either.
+                            // Maybe words of its first prompt: the picker, filtered by them;
+                            // the one error when nothing matches either.
                             app.overlay = Some(Overlay::Picker(Picker {
                                 filter: reference,
                                 unresolved: Some(e.to_string()),
@@ -516,18 +533,9 @@ async fn open(
     current: &Mutex<Option<SessionId>>,
     resume: Option<SessionId>,
 ) -> Option<AgentHandle> {
-    let created = match resume {
-        Some(id) => host.resume(id).await,
-        None => host.create().await,
-    };
-    match created {
+    match opened(host, resume).await {
         Ok(h) => {
-            let session = h.agent().session().clone();
-            // The feed filter first, then the snapshot: an event appended in between is in
-            // both, and the replay bound drops its second copy.
-            *current.lock() = Some(session.id().clone());
-            app.open(session.id().clone(), &session.events(), Instant::now());
-            app.info = host.info(Some(session.id()));
+            show(host, app, current, &h);
             Some(h)
         }
         Err(e) => {
@@ -535,6 +543,32 @@ async fn open(
             None
         }
     }
+}
+
+/// Creates or resumes an agent without touching what is on screen.
+async fn opened(
+    host: &Arc<dyn TuiHost>,
+    resume: Option<SessionId>,
+) -> Result<AgentHandle, HostError> {
+    match resume {
+        Some(id) => host.resume(id).await,
+        None => host.create().await,
+    }
+}
+
+/// Puts `h`'s session on screen (its log so far replayed).
+fn show(
+    host: &Arc<dyn TuiHost>,
+    app: &mut App,
+    current: &Mutex<Option<SessionId>>,
+    h: &AgentHandle,
+) {
+    let session = h.agent().session().clone();
+    // The feed filter first, then the snapshot: an event appended in between is in both,
+    // and the replay bound drops its second copy.
+    *current.lock() = Some(session.id().clone());
+    app.open(session.id().clone(), &session.events(), Instant::now());
+    app.info = host.info(Some(session.id()));
 }
 
 async fn close(handle: Option<AgentHandle>) {

@@ -73,6 +73,8 @@ pub struct Transcript {
     pub usage: Usage,
     /// Turn state.
     pub activity: Activity,
+    /// Compactions that ended (a front end tells its own report from the log's).
+    pub compactions: u64,
     /// Every card expanded (Ctrl+O).
     pub expand_all: bool,
 }
@@ -275,6 +277,7 @@ impl Transcript {
                 }
             }
             EventKind::Other { type_name, data } if type_name == COMPACTION_END => {
+                self.compactions += 1;
                 self.notice(compaction_text(data));
             }
             EventKind::TurnEnd(t) => {

@@ -129,6 +129,34 @@ mod tests {
     }
 
     #[test]
+    fn a_persons_switch_is_the_route_until_a_later_request_says_otherwise() {
+        use dsh_session::{RequestContext, SessionEvent};
+        let event = |seq, kind| SessionEvent {
+            seq,
+            time: 0,
+            kind,
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        };
+        let context = |p: &str, m: &str| {
+            EventKind::RequestContext(RequestContext {
+                provider: p.into(),
+                model: m.into(),
+                context_window: None,
+            })
+        };
+        let switch = EventKind::other(
+            crate::switch::ROUTE_EVENT,
+            serde_json::json!({"provider": "local", "model": "qwen"}),
+        );
+        let mut events = vec![event(0, context("deepseek", "v4")), event(1, switch)];
+        assert_eq!(route_of(&events), Some(route("local", "qwen")));
+        events.push(event(2, context("local", "qwen-big")));
+        assert_eq!(route_of(&events), Some(route("local", "qwen-big")));
+    }
+
+    #[test]
     fn flags_naming_the_sessions_own_route_say_nothing() {
         let (_, notice) =
             resume_flags(&flags(Some("local"), Some("qwen")), &route("local", "qwen"));

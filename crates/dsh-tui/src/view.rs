@@ -11,7 +11,6 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
-use serde_json::Value;
 
 use crate::app::{App, Overlay};
 use crate::diff;
@@ -189,12 +188,16 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
                 }
             }
             None => {
-                let shown = ["command", "file_path", "path"]
-                    .iter()
-                    .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_else(|| args.to_string());
+                // What the call declared it does (its command, else its file), else its
+                // arguments as they are.
+                let subject = r.subject();
+                let (lead, shown) = match (r.effects.command(), subject.is_empty()) {
+                    (Some(_), _) => ("$ ", subject),
+                    (None, false) => ("", subject),
+                    (None, true) => ("", args.to_string()),
+                };
                 for l in shown.lines().take(4) {
-                    out.extend(wrap_line(&Line::raw(format!("  $ {l}")), width, 4));
+                    out.extend(wrap_line(&Line::raw(format!("  {lead}{l}")), width, 4));
                 }
             }
         }

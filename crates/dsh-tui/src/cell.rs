@@ -65,6 +65,8 @@ pub struct ToolCard {
     pub blocked: Option<String>,
     /// The proposed diff, for `edit` and `write`.
     pub diff: Option<Vec<DiffLine>>,
+    /// The language of the edited file (its extension), to highlight the diff.
+    pub lang: Option<String>,
     /// Where it stands.
     pub state: ToolState,
     /// One line per action of a subagent this call runs.
@@ -84,6 +86,7 @@ impl ToolCard {
             progress: None,
             blocked: None,
             diff: None,
+            lang: None,
             state: ToolState::Running,
             children: Vec::new(),
             child_live: None,
@@ -144,7 +147,8 @@ pub struct Cell {
     /// Expanded (tool output, reasoning, diff) or collapsed.
     pub expanded: bool,
     version: u64,
-    cache: Option<(usize, u64, bool, Vec<Line<'static>>)>,
+    /// Rows built for (width, version, expanded, highlighting generation).
+    cache: Option<(usize, u64, bool, u64, Vec<Line<'static>>)>,
 }
 
 impl Cell {
@@ -165,13 +169,16 @@ impl Cell {
 
     /// Rows at `width`, cached.
     pub fn rows(&mut self, width: usize) -> &[Line<'static>] {
-        let fresh = matches!(&self.cache, Some((w, v, e, _)) if *w == width && *v == self.version && *e == self.expanded);
+        // Highlighting becoming ready re-colours every cell once.
+        let generation = crate::highlight::generation();
+        let fresh = matches!(&self.cache, Some((w, v, e, g, _))
+            if *w == width && *v == self.version && *e == self.expanded && *g == generation);
         if !fresh {
             let rows = self.build(width);
-            self.cache = Some((width, self.version, self.expanded, rows));
+            self.cache = Some((width, self.version, self.expanded, generation, rows));
         }
         match &self.cache {
-            Some((_, _, _, rows)) => rows,
+            Some((_, _, _, _, rows)) => rows,
             None => &[],
         }
     }
@@ -311,7 +318,7 @@ impl Cell {
         if let Some(d) = &card.diff
             && !matches!(card.state, ToolState::Denied { .. })
         {
-            let rows = diff::render(d, inner);
+            let rows = diff::render(d, inner, card.lang.as_deref());
             let limit = if self.expanded {
                 rows.len()
             } else {

@@ -22,6 +22,7 @@ pub mod diff;
 mod dispatch;
 mod export;
 pub mod files;
+pub mod highlight;
 pub mod host;
 pub mod markdown;
 pub mod picker;

@@ -128,6 +128,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
 
+    crate::highlight::load_in_background();
     let first_info = host.info(None);
     {
         // The `@path` index, listed off the event loop.

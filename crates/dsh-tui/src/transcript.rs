@@ -246,6 +246,7 @@ impl Transcript {
                 let mut card =
                     ToolCard::new(c.name.clone(), sanitize(&summarize(&args, &c.arguments)));
                 card.diff = diff::for_call(&c.name, &args);
+                card.lang = diff::language(&args);
                 let i = self.push(CellKind::Tool(Box::new(card)));
                 self.calls.insert(c.call_id.clone(), i);
                 self.activity.tool = Some(c.name.clone());

@@ -178,9 +178,10 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
         let args = r.arguments.as_ref();
         match diff::for_call(&r.tool_name, args) {
             Some(d) => {
-                for row in diff::render(&d, width.saturating_sub(2))
-                    .into_iter()
-                    .take(8)
+                for row in
+                    diff::render(&d, width.saturating_sub(2), diff::language(args).as_deref())
+                        .into_iter()
+                        .take(8)
                 {
                     let mut spans = vec![Span::raw("  ")];
                     spans.extend(row.spans);

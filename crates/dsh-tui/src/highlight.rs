@@ -5,23 +5,28 @@
 //!   [`load_in_background`] starts it on a thread at start-up; until it is ready code stays
 //!   plain, and [`generation`] changes once when it becomes ready, so cached rows are rebuilt
 //!   once (cells key their caches on it).
-//! - **Highlighted once per block.** [`highlight`] caches its answer by the block's language
-//!   and text: re-wrapping at another width, re-rendering a streaming answer whose earlier
-//!   blocks did not change, or redrawing a replayed transcript never highlights a block again.
+//! - **Highlighted once per block, off the render path.** [`highlight`] answers from a cache
+//!   keyed by the block's language and text; a block not highlighted yet is drawn plain this
+//!   frame and queued for a background thread, newest first (what is on screen is what was
+//!   laid out last). The thread bumps [`generation`] when it has done a frame's worth of work
+//!   or the queue is empty, and [`changes`] wakes the UI to redraw. So re-wrapping at another
+//!   width, re-rendering a streaming answer whose earlier blocks did not change, or opening a
+//!   long session never highlights on the UI's thread, and no block is highlighted twice.
 //!   Only closed blocks are highlighted (the markdown renderer leaves a block that is still
-//!   streaming plain), so a growing answer does not re-highlight on every delta.
+//!   streaming plain), so a growing answer does not queue a block per delta.
 //! - **Bounded.** Blocks over [`MAX_BYTES`] or [`MAX_LINES`] stay plain (as Codex does), and
 //!   the cache forgets everything past [`CACHE_ENTRIES`] blocks.
 //! - **Colours.** Syntax themes are RGB; where the terminal does not say it takes 24-bit
 //!   colour (`COLORTERM=truecolor|24bit`) each colour is mapped to the nearest of the 16 named
 //!   ones, which follow the terminal's palette. `NO_COLOR` strips them with every other colour.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use ratatui::style::{Color, Modifier, Style};
 use syntect::easy::HighlightLines;
 use syntect::highlighting::{FontStyle, Theme, ThemeSet};
@@ -45,6 +50,20 @@ struct Highlighter {
 
 static HIGHLIGHTER: OnceLock<Highlighter> = OnceLock::new();
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+static CHANGES: OnceLock<tokio::sync::watch::Sender<u64>> = OnceLock::new();
+static WORK: OnceLock<Work> = OnceLock::new();
+
+/// After this much highlighting the worker publishes what it has (one relayout).
+const BATCH: Duration = Duration::from_millis(30);
+
+/// Blocks waiting to be highlighted, newest last.
+#[derive(Default)]
+struct Work {
+    queue: Mutex<Vec<(u64, String, String)>>,
+    queued: Mutex<HashSet<u64>>,
+    wake: Condvar,
+    idle: Condvar,
+}
 /// Highlighted blocks by a hash of (language, text); `None`: it cannot be highlighted.
 type Cache = Mutex<HashMap<u64, Option<Arc<Vec<StyledLine>>>>>;
 static CACHE: OnceLock<Cache> = OnceLock::new();
@@ -65,9 +84,86 @@ fn load() -> &'static Highlighter {
             theme,
             truecolor,
         };
-        GENERATION.fetch_add(1, Ordering::Release);
+        bump();
         h
     })
+}
+
+fn bump() {
+    let g = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
+    if let Some(tx) = CHANGES.get() {
+        tx.send_replace(g);
+    }
+}
+
+fn work() -> &'static Work {
+    WORK.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("dsh-highlight".into())
+            .spawn(worker);
+        Work::default()
+    })
+}
+
+/// Highlights queued blocks, newest first, publishing every [`BATCH`] and when done.
+fn worker() {
+    let h = load();
+    let work = work();
+    let mut since = Instant::now();
+    let mut done = 0usize;
+    loop {
+        let next = {
+            let mut queue = work.queue.lock();
+            while queue.is_empty() {
+                if done > 0 {
+                    bump();
+                    done = 0;
+                }
+                work.idle.notify_all();
+                work.wake.wait(&mut queue);
+                since = Instant::now();
+            }
+            queue.pop()
+        };
+        let Some((key, lang, code)) = next else {
+            continue;
+        };
+        let lines = syntax_for(h, &lang)
+            .and_then(|syntax| highlight_with(h, syntax, &code))
+            .map(Arc::new);
+        remember(key, lines);
+        work.queued.lock().remove(&key);
+        done += 1;
+        if since.elapsed() >= BATCH {
+            bump();
+            done = 0;
+            since = Instant::now();
+        }
+    }
+}
+
+fn remember(key: u64, lines: Option<Arc<Vec<StyledLine>>>) {
+    let mut cache = CACHE.get_or_init(Mutex::default).lock();
+    if cache.len() >= CACHE_ENTRIES {
+        cache.clear();
+    }
+    cache.insert(key, lines);
+}
+
+/// A receiver that changes whenever [`generation`] does (the UI redraws then).
+pub fn changes() -> tokio::sync::watch::Receiver<u64> {
+    CHANGES
+        .get_or_init(|| tokio::sync::watch::channel(generation()).0)
+        .subscribe()
+}
+
+/// Waits until every queued block is highlighted (benchmarks and tests; the UI never waits).
+pub fn settle() {
+    let work = work();
+    let mut queue = work.queue.lock();
+    while !queue.is_empty() || !work.queued.lock().is_empty() {
+        work.idle.wait(&mut queue);
+    }
 }
 
 /// Starts loading the syntaxes on a thread of its own (the UI calls it at start-up).
@@ -92,30 +188,32 @@ pub fn generation() -> u64 {
 }
 
 /// `code` in language `lang` (a fence's info string or a file extension), highlighted, or
-/// `None` while the syntaxes load, for an unknown language, or for a block too large.
+/// `None` while the syntaxes load, while the block waits its turn in the background (it is
+/// queued now), for an unknown language, or for a block too large.
 pub fn highlight(lang: &str, code: &str) -> Option<Arc<Vec<StyledLine>>> {
     let h = HIGHLIGHTER.get()?;
     if code.len() > MAX_BYTES || code.lines().count() > MAX_LINES {
         return None;
     }
+    // An unknown language is known at once (and never queued).
+    syntax_for(h, lang)?;
     let key = {
         let mut hasher = DefaultHasher::new();
         lang.hash(&mut hasher);
         code.hash(&mut hasher);
         hasher.finish()
     };
-    let cache = CACHE.get_or_init(Mutex::default);
-    if let Some(hit) = cache.lock().get(&key) {
+    if let Some(hit) = CACHE.get_or_init(Mutex::default).lock().get(&key) {
         return hit.clone();
     }
-    let lines = syntax_for(h, lang).and_then(|syntax| highlight_with(h, syntax, code));
-    let lines = lines.map(Arc::new);
-    let mut cache = cache.lock();
-    if cache.len() >= CACHE_ENTRIES {
-        cache.clear();
+    let work = work();
+    if work.queued.lock().insert(key) {
+        work.queue
+            .lock()
+            .push((key, lang.to_owned(), code.to_owned()));
+        work.wake.notify_one();
     }
-    cache.insert(key, lines.clone());
-    lines
+    None
 }
 
 fn syntax_for<'a>(h: &'a Highlighter, lang: &str) -> Option<&'a SyntaxReference> {
@@ -200,6 +298,8 @@ mod tests {
     fn a_known_language_is_highlighted_once_and_the_text_is_kept() {
         load_now();
         let code = "fn main() {\n    let x = 1;\n}\n";
+        assert!(highlight("rust", code).is_none(), "queued, not done on this thread");
+        settle();
         let first = highlight("rust", code).expect("rust is known");
         let text: Vec<String> = first
             .iter()
@@ -212,6 +312,8 @@ mod tests {
         let again = highlight("rust", code).unwrap();
         assert!(Arc::ptr_eq(&first, &again), "the second ask is the cache");
         assert!(highlight("no-such-language", code).is_none());
+        let _ = highlight("rs", code);
+        settle();
         assert!(
             highlight("rs", code).is_some(),
             "extensions name languages too"

@@ -328,6 +328,8 @@ mod tests {
     #[test]
     fn a_closed_block_is_highlighted_and_a_streaming_one_is_not() {
         crate::highlight::load_now();
+        let _ = render("```rust\nfn main() { let x = 1; }\n```\n");
+        crate::highlight::settle();
         let colours = |md: &str| -> std::collections::HashSet<Style> {
             render(md)
                 .into_iter()

@@ -187,6 +187,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let mut dirty = true;
     let panic_for_test = std::env::var_os("DSH_TUI_TEST_PANIC").is_some();
     let mut compaction: Option<CancellationToken> = None;
+    // Blocks highlighted in the background: redraw with their colours.
+    let mut highlighted = crate::highlight::changes();
 
     while !app.exit {
         let now = Instant::now();
@@ -226,6 +228,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                 dirty = true;
                 refresh = true;
             }
+            Ok(()) = highlighted.changed() => dirty = true,
             Some(ask) = asks.recv() => {
                 app.ask(ask, Instant::now());
                 dirty = true;

@@ -298,7 +298,10 @@ mod tests {
     fn a_known_language_is_highlighted_once_and_the_text_is_kept() {
         load_now();
         let code = "fn main() {\n    let x = 1;\n}\n";
-        assert!(highlight("rust", code).is_none(), "queued, not done on this thread");
+        assert!(
+            highlight("rust", code).is_none(),
+            "queued, not done on this thread"
+        );
         settle();
         let first = highlight("rust", code).expect("rust is known");
         let text: Vec<String> = first

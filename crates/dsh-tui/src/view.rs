@@ -381,8 +381,42 @@ fn composer_rows(app: &App, width: usize) -> (Vec<Line<'static>>, (usize, usize)
     (rows, pos)
 }
 
-fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
+/// A picker: its title, the filter, then its rows (`None` while loading), the selected one
+/// reversed.
+fn picker_lines(
+    title: &str,
+    filter: &str,
+    rows: Option<Vec<String>>,
+    empty: &str,
+    selected: usize,
+    area: Rect,
+) -> Vec<Line<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
+    let width = area.width as usize;
+    let mut lines = vec![
+        Line::styled(title.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
+        Line::raw(format!("filter: {filter}▏")),
+    ];
+    let Some(rows) = rows else {
+        lines.push(Line::styled("loading…", dim));
+        return lines;
+    };
+    if rows.is_empty() {
+        lines.push(Line::styled(empty.to_owned(), dim));
+    }
+    let shown = area.height.saturating_sub(3) as usize;
+    for (i, text) in rows.iter().enumerate().take(shown) {
+        let style = if i == selected {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(truncate(text, width), style));
+    }
+    lines
+}
+
+fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let width = area.width as usize;
     let lines: Vec<Line<'static>> = match overlay {
@@ -394,83 +428,61 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
             lines
         }
         Overlay::Models(p) => {
-            let mut lines = vec![
-                Line::styled(
-                    "Switch model · type to filter · enter switches · esc closes",
-                    bold,
-                ),
-                Line::raw(format!("filter: {}▏", p.filter)),
-            ];
-            let rows = p.filtered();
-            if rows.is_empty() {
-                lines.push(Line::styled("no matching models", dim));
-            }
-            for (i, m) in rows
+            let rows = p
+                .filtered()
                 .iter()
-                .enumerate()
-                .take(area.height.saturating_sub(3) as usize)
-            {
-                let window = m
-                    .context_window
-                    .map_or("?".to_owned(), |w| format!("{}k", w / 1000));
-                let prices = m.prices.map_or("no prices".to_owned(), |p| {
+                .map(|m| {
+                    let window = m
+                        .context_window
+                        .map_or("?".to_owned(), |w| format!("{}k", w / 1000));
+                    let prices = m.prices.map_or("no prices".to_owned(), |p| {
+                        format!(
+                            "${} in · ${} cached · ${} out per M",
+                            p.input, p.cache_read, p.output
+                        )
+                    });
                     format!(
-                        "${} in · ${} cached · ${} out per M",
-                        p.input, p.cache_read, p.output
+                        "{:<28} {:<12} {:>6} window · {prices}",
+                        m.id, m.provider, window
                     )
-                });
-                let text = format!(
-                    "{:<28} {:<12} {:>6} window · {prices}",
-                    m.id, m.provider, window
-                );
-                let style = if i == p.selected {
-                    Style::new().add_modifier(Modifier::REVERSED)
-                } else {
-                    Style::new()
-                };
-                lines.push(Line::styled(truncate(&text, width), style));
-            }
-            lines
+                })
+                .collect();
+            let title = "Switch model · type to filter · enter switches · esc closes";
+            picker_lines(
+                title,
+                &p.filter,
+                Some(rows),
+                "no matching models",
+                p.selected,
+                area,
+            )
         }
         Overlay::Picker(p) => {
-            let mut lines = vec![
-                Line::styled(
-                    "Resume a session · type to filter · enter opens · esc closes",
-                    bold,
-                ),
-                Line::raw(format!("filter: {}▏", p.filter)),
-            ];
-            match &p.entries {
-                None => lines.push(Line::styled("loading…", dim)),
-                Some(_) => {
-                    let rows = p.filtered();
-                    if rows.is_empty() {
-                        lines.push(Line::styled("no matching sessions", dim));
-                    }
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as u64);
-                    for (i, e) in rows
-                        .iter()
-                        .enumerate()
-                        .take(area.height.saturating_sub(3) as usize)
-                    {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let rows = p.entries.as_ref().map(|_| {
+                p.filtered()
+                    .iter()
+                    .map(|e| {
                         let age = age(now.saturating_sub(e.last_activity));
                         let turns = e.turns.map_or("?".to_owned(), |t| t.to_string());
                         let prompt = e.first_prompt.as_deref().unwrap_or("(no prompt)");
                         let prompt = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
                         let id: String = e.id.as_str().chars().take(8).collect();
-                        let text = format!("{id}  {:>4} · {turns:>3} turns · {prompt}", age);
-                        let style = if i == p.selected {
-                            Style::new().add_modifier(Modifier::REVERSED)
-                        } else {
-                            Style::new()
-                        };
-                        lines.push(Line::styled(truncate(&text, width), style));
-                    }
-                }
-            }
-            lines
+                        format!("{id}  {age:>4} · {turns:>3} turns · {prompt}")
+                    })
+                    .collect()
+            });
+            let title = "Resume a session · type to filter · enter opens · esc closes";
+            picker_lines(
+                title,
+                &p.filter,
+                rows,
+                "no matching sessions",
+                p.selected,
+                area,
+            )
         }
     };
     frame.render_widget(Clear, area);

@@ -11,31 +11,7 @@ use dsh_tui::app::{App, Effect};
 use dsh_tui::approval::{ARMING, Answer, Card};
 use dsh_tui::transcript::Transcript;
 use serde_json::json;
-use support::{Log, app_with, rows, screen};
-
-fn key(app: &mut App, code: KeyCode, now: Instant) -> Vec<Effect> {
-    app.handle(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), now)
-}
-
-fn ctrl(app: &mut App, c: char, now: Instant) -> Vec<Effect> {
-    app.handle(
-        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
-        now,
-    )
-}
-
-fn type_text(app: &mut App, text: &str, now: Instant) {
-    for c in text.chars() {
-        key(app, KeyCode::Char(c), now);
-    }
-}
-
-fn running_app(now: Instant) -> App {
-    let mut log = Log::default();
-    log.turn_start(1);
-    log.user("start");
-    app_with(&log.events, now)
-}
+use support::{Log, app_with, ctrl, key, rows, running_app, screen, type_text};
 
 #[test]
 fn enter_sends_when_idle_and_steers_while_running_and_tab_queues() {

@@ -5,35 +5,17 @@ mod support;
 
 use std::time::Instant;
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use dsh_session::TurnEndReason;
 use dsh_tui::app::{App, Effect, Overlay};
 use dsh_tui::{ModelChoice, ModelEntry, SessionEntry};
-use support::{Log, app_with, rows, screen};
-
-fn key(app: &mut App, code: KeyCode, now: Instant) -> Vec<Effect> {
-    app.handle(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), now)
-}
-
-fn ctrl(app: &mut App, c: char, now: Instant) -> Vec<Effect> {
-    app.handle(
-        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
-        now,
-    )
-}
+use support::{Log, app_with, ctrl, key, rows, running_app, screen};
 
 fn submit(app: &mut App, line: &str, now: Instant) -> Vec<Effect> {
     for c in line.chars() {
         key(app, KeyCode::Char(c), now);
     }
     key(app, KeyCode::Enter, now)
-}
-
-fn running_app(now: Instant) -> App {
-    let mut log = Log::default();
-    log.turn_start(1);
-    log.user("start");
-    app_with(&log.events, now)
 }
 
 fn shown(app: &mut App, now: Instant) -> String {

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use dsh_session::{CancelCause, TurnEndReason};
 use dsh_tui::app::{App, Effect};
 use dsh_tui::approval::{ARMING, Answer, Card};

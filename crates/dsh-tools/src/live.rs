@@ -34,6 +34,15 @@ impl ToolCallContext {
         }
     }
 
+    /// A handle that publishes this call's live updates from anywhere and at any time (an MCP
+    /// server's progress reports arrive on the client's own task), when an agent calls it.
+    pub fn live_publisher(&self) -> Option<LivePublisher> {
+        Some(LivePublisher {
+            caller: self.caller()?.clone(),
+            call_id: self.call_id().clone(),
+        })
+    }
+
     /// A batched live feed for this call's output, when an agent calls it inside a tokio
     /// runtime (the feed publishes from a task of its own).
     pub fn live_output(&self) -> Option<LiveOutputFeed> {
@@ -46,6 +55,33 @@ impl ToolCallContext {
             shared,
             task: Some(task),
         })
+    }
+}
+
+/// Publishes one call's live updates (see [`ToolCallContext::live_publisher`]).
+#[derive(Clone, Debug)]
+pub struct LivePublisher {
+    caller: ToolCaller,
+    call_id: CallId,
+}
+
+impl LivePublisher {
+    /// The call the updates belong to.
+    pub fn call_id(&self) -> &CallId {
+        &self.call_id
+    }
+
+    /// A progress report: `progress` of `total` (when known), doing `message`.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        publish(
+            &self.caller,
+            LiveUpdate::ToolProgress {
+                call_id: self.call_id.clone(),
+                progress,
+                total,
+                message,
+            },
+        );
     }
 }
 

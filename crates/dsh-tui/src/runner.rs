@@ -288,15 +288,19 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     // reference that names nothing (or a session that cannot be resumed)
                     // leaves everything as it was.
                     let resumed = match host.locate(&reference).await {
-                        Ok(id) if app.session.as_ref() == Some(&id) => {
-                            app.transcript.notice(format!("already in session {id}"));
-                            continue;
-                        }
-                        Ok(id) => opened(&host, Some(id)).await,
+                        Ok(id) if app.session.as_ref() == Some(&id) => Ok(None),
+                        Ok(id) => opened(&host, Some(id)).await.map(Some),
                         Err(e) => Err(e),
                     };
                     match resumed {
-                        Ok(h) => {
+                        Ok(None) => {
+                            let id = app.session.as_ref().map(ToString::to_string);
+                            app.transcript.notice(format!(
+                                "already in session {}",
+                                id.unwrap_or_default()
+                            ));
+                        }
+                        Ok(Some(h)) => {
                             close(handle.take()).await;
                             show(&host, &mut app, &current, &h);
                             handle = Some(h);

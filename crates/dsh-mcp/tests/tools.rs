@@ -169,7 +169,11 @@ async fn a_servers_progress_reports_reach_the_live_feed_of_the_call() {
         })
         .unwrap();
     w.adapter
-        .push(Script::tool_call("c1", "mcp__t__progress", r#"{"steps":3}"#))
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__progress",
+            r#"{"steps":3}"#,
+        ))
         .push(Script::text("done"));
     let handle = w.agent("a").await;
     w.run(handle.agent(), "go").await;

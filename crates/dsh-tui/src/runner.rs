@@ -295,10 +295,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     match resumed {
                         Ok(None) => {
                             let id = app.session.as_ref().map(ToString::to_string);
-                            app.transcript.notice(format!(
-                                "already in session {}",
-                                id.unwrap_or_default()
-                            ));
+                            app.transcript
+                                .notice(format!("already in session {}", id.unwrap_or_default()));
                         }
                         Ok(Some(h)) => {
                             close(handle.take()).await;

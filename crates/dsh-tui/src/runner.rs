@@ -418,9 +418,10 @@ fn export(app: &mut App, path: Option<String>) {
     let path = match path {
         Some(p) => std::path::PathBuf::from(p),
         None => {
-            let id = app.session.as_ref().map_or("transcript".to_owned(), |s| {
-                s.as_str().chars().take(8).collect()
-            });
+            let id = app
+                .session
+                .as_ref()
+                .map_or("transcript".to_owned(), ToString::to_string);
             std::path::PathBuf::from(format!("dsh-{id}.md"))
         }
     };

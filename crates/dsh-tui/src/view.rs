@@ -469,8 +469,12 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
                         let turns = e.turns.map_or("?".to_owned(), |t| t.to_string());
                         let prompt = e.first_prompt.as_deref().unwrap_or("(no prompt)");
                         let prompt = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let id: String = e.id.as_str().chars().take(8).collect();
-                        format!("{id}  {age:>4} · {turns:>3} turns · {prompt}")
+                        // Enough of the id to tell sessions apart, and a prefix `/resume`
+                        // takes as it is.
+                        let id = e.id.as_str();
+                        let keep = if id.starts_with("session-") { 16 } else { 8 };
+                        let short: String = id.chars().take(keep).collect();
+                        format!("{short}  {age:>4} · {turns:>3} turns · {prompt}")
                     })
                     .collect()
             });

@@ -29,6 +29,7 @@ use crate::error::HarnessError;
 use crate::planner::Planner;
 use crate::routes::Routes;
 use crate::store::Store;
+use crate::switch::SessionChoices;
 
 /// How long a front end waits for its agents to stop, drain and flush once a person asked
 /// dsh to exit; past it dsh exits anyway (with a warning).
@@ -113,6 +114,7 @@ pub struct Harness {
     pub(crate) planner: Arc<Planner>,
     pub(crate) front_end: FrontEnd,
     pub(crate) approval: ApprovalPolicy,
+    pub(crate) choices: Arc<SessionChoices>,
     executor: Arc<LocalShellExecutor>,
     routes: Routes,
     notices: Vec<String>,
@@ -273,6 +275,9 @@ impl Harness {
         // Front ends that create agents themselves (the ACP bridge) plan them here too.
         ctx.provide::<dyn AgentPlanner>(planner.clone())
             .map_err(|e| HarnessError::start("provide the agent planner", e))?;
+        // After the guard (which provides the per-session approval policies it clears).
+        let choices = Arc::new(SessionChoices::default());
+        choices.install(&ctx)?;
         // Only now is the harness complete: config-declared agents may run their first turn.
         if options.front_end.long_lived() {
             core.agent_loop.start_configured().await;
@@ -285,6 +290,7 @@ impl Harness {
             planner,
             front_end: options.front_end,
             approval,
+            choices,
             executor,
             routes,
             notices,

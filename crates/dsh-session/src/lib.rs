@@ -10,6 +10,8 @@
 //!   surface operations, synchronous ordered publication and incremental derived history.
 //! - [`SessionStore`]: prepare / enter / announce / detach, bound to the exact entry, with the
 //!   `session/created`, `session/disposed`, `session/event` and `session/flush` events.
+//! - The live feed (`session/live`, [`LiveUpdate`]): work in progress a front end shows and
+//!   nothing logs.
 //! - [`fork_seed`], [`interrupted_turn_closers`] and [`check_balanced`].
 
 pub mod attachments;
@@ -18,6 +20,7 @@ pub mod event;
 pub mod fork;
 pub mod header;
 pub mod ids;
+pub mod live;
 pub mod lossless;
 pub mod message;
 pub mod persistence;
@@ -41,6 +44,7 @@ pub use event::{
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
+pub use live::{LiveNotice, LiveUpdate, SessionLiveFired};
 pub use message::{
     ContentBlock, ImageRef, Message, MessageSource, NOTICE_SUMMARY_CHARS, Role, clip_chars,
 };

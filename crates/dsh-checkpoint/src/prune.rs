@@ -1,0 +1,1 @@
+//! Pruning (to come).

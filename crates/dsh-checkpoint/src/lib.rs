@@ -31,6 +31,7 @@ pub mod timeline;
 pub use error::CheckpointError;
 pub use events::At;
 pub use plugin::{CheckpointPlugin, may_mutate};
+pub use prune::{PruneReport, prune, referenced};
 pub use restore::Fault;
 pub use service::{
     CheckpointConfig, Checkpoints, DEFAULT_MAX_FILE_BYTES, FileDiff, RewindMode, RewindReport,

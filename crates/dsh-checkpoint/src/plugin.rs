@@ -37,12 +37,23 @@ pub fn may_mutate(name: &str) -> bool {
 /// the turn goes on (it can then not be rewound).
 pub struct CheckpointPlugin {
     config: CheckpointConfig,
+    recording: bool,
 }
 
 impl CheckpointPlugin {
     /// The plugin storing under `config.root`.
     pub fn new(config: CheckpointConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            recording: true,
+        }
+    }
+
+    /// With `false`, only the service is provided (a conversation can still be rewound, and
+    /// checkpoints recorded earlier restored); nothing new is recorded.
+    pub fn recording(mut self, recording: bool) -> Self {
+        self.recording = recording;
+        self
     }
 }
 
@@ -80,6 +91,9 @@ impl Plugin for CheckpointPlugin {
             ctx.get::<dyn Persistence>(),
         ));
         ctx.provide::<Checkpoints>(service.clone())?;
+        if !self.recording {
+            return Ok(());
+        }
 
         let at_turn = service.clone();
         let _ = ctx.on_waterfall::<AgentPreStep, _>(move |request, next| {

@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use gix::ObjectId;
+pub use gix::ObjectId;
 use gix::objs::tree::{Entry, EntryKind};
 
 use crate::error::CheckpointError;
@@ -98,6 +98,16 @@ impl ShadowStore {
         let repo = gix::open_opts(&dir, gix::open::Options::isolated())
             .map_err(|e| CheckpointError::store(&dir, e))?;
         Ok(Self { dir, repo })
+    }
+
+    /// Opens an existing store by its directory.
+    pub fn open_dir(dir: &Path) -> Result<Self, CheckpointError> {
+        let repo = gix::open_opts(dir, gix::open::Options::isolated())
+            .map_err(|e| CheckpointError::store(dir, e))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            repo,
+        })
     }
 
     /// The store's directory.

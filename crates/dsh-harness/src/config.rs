@@ -15,6 +15,7 @@ use serde::Deserialize;
 pub use crate::error::ConfigError;
 use crate::error::{config_bail, config_error};
 
+pub mod checkpoints;
 mod compaction;
 mod effort;
 mod empty;
@@ -174,6 +175,8 @@ pub struct Settings {
     pub compaction: dsh_compaction::CompactionConfig,
     /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
     pub store: store::StoreSettings,
+    /// `[checkpoints]`: whether the workspace is recorded for rewinds, and the size cap.
+    pub checkpoints: checkpoints::CheckpointSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,6 +200,8 @@ struct FileConfig {
     hooks: crate::hooks::FileHooks,
     #[serde(default)]
     compaction: compaction::FileCompaction,
+    #[serde(default)]
+    checkpoints: checkpoints::FileCheckpoints,
     #[serde(default)]
     store: Option<toml::Spanned<store::FileStore>>,
 }
@@ -523,6 +528,7 @@ impl Settings {
             .allow
             .extend(mcp::approval_rules(&config_path, &mcp_servers));
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
+        let checkpoints = checkpoints::resolve(&file.checkpoints, &config_path, &text)?;
         let store = store::resolve(env, file.store, &config_path, &text)?;
         Ok(Self {
             home,
@@ -541,6 +547,7 @@ impl Settings {
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
             compaction,
             store,
+            checkpoints,
         })
     }
 
@@ -557,6 +564,11 @@ impl Settings {
     /// Where sessions are stored.
     pub fn sessions_root(&self) -> PathBuf {
         self.home.value.join("sessions")
+    }
+
+    /// Where checkpoints are stored: one shadow repository per workspace.
+    pub fn checkpoints_root(&self) -> PathBuf {
+        self.home.value.join("checkpoints")
     }
 
     /// Fails, naming the variable to set, when the selected provider needs a key that is not
@@ -699,6 +711,7 @@ impl Settings {
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
         compaction::render(&mut out, &self.compaction);
+        checkpoints::render(&mut out, &self.checkpoints, &self.checkpoints_root());
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {
             let _ = writeln!(out);

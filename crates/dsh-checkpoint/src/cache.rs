@@ -116,6 +116,12 @@ impl StatCache {
         self.dirty |= self.entries.len() != before;
     }
 
+    /// How many files are cached.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Whether entries changed since the last load or save.
     pub fn is_dirty(&self) -> bool {
         self.dirty

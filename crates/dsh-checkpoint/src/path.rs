@@ -62,7 +62,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 
 /// The bytes of lowercase hex, `None` when malformed.
 pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())

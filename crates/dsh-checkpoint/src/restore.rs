@@ -245,8 +245,7 @@ pub fn apply(
             applied.left.push((rel.clone(), why));
             continue;
         }
-        if now != as_disk(before.get(rel)) && !(now == OnDisk::Absent && !before.contains_key(rel))
-        {
+        if now != as_disk(before.get(rel)) {
             applied
                 .left
                 .push((rel.clone(), "changed since the rewind began".into()));

@@ -732,3 +732,61 @@ fn plan(
         left,
     })
 }
+
+impl RewindRequest {
+    /// Reads the arguments of a front end's `/rewind N [--files-only | --conversation-only]
+    /// [--force]` (the chat, the terminal UI and ACP share it). `Ok(None)`: no turn named
+    /// (list the turns instead).
+    pub fn parse_args(args: &[&str]) -> Result<Option<Self>, String> {
+        const USAGE: &str = "usage: /rewind [N [--files-only | --conversation-only] [--force]]";
+        let Some((first, rest)) = args.split_first() else {
+            return Ok(None);
+        };
+        let to_turn: u64 = first.parse().map_err(|_| USAGE.to_owned())?;
+        let mut request = Self {
+            to_turn,
+            mode: RewindMode::Both,
+            force: false,
+        };
+        for arg in rest {
+            match (*arg, request.mode) {
+                ("--force", _) => request.force = true,
+                ("--files-only", RewindMode::Both) => request.mode = RewindMode::FilesOnly,
+                ("--conversation-only", RewindMode::Both) => {
+                    request.mode = RewindMode::ConversationOnly
+                }
+                _ => return Err(USAGE.to_owned()),
+            }
+        }
+        Ok(Some(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn rewind_arguments_parse_or_say_the_usage() {
+        assert_eq!(RewindRequest::parse_args(&[]).unwrap(), None);
+        let r = RewindRequest::parse_args(&["3", "--force", "--files-only"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (r.to_turn, r.mode, r.force),
+            (3, RewindMode::FilesOnly, true)
+        );
+        for bad in [
+            &["x"][..],
+            &["2", "--files-only", "--conversation-only"],
+            &["2", "now"],
+        ] {
+            assert!(
+                RewindRequest::parse_args(bad)
+                    .unwrap_err()
+                    .starts_with("usage")
+            );
+        }
+    }
+}

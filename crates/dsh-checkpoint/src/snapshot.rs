@@ -5,10 +5,9 @@
 //! in the snapshot's [`Skipped`] list: what git would ignore, files over the size cap, files
 //! that cannot be read, and special files (sockets, FIFOs, devices).
 
-use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -126,19 +125,36 @@ pub struct Limits {
     pub max_file_bytes: u64,
 }
 
-/// The walk's state: where objects go, what is cached, what was found.
-struct Walk<'a> {
-    store: &'a ShadowStore,
-    cache: &'a mut StatCache,
-    limits: Limits,
-    now: SystemTime,
-    flat: Flat,
+/// What reading one directory found.
+#[derive(Default)]
+struct Found {
+    /// Leaves whose stat matched the cache.
+    leaves: Vec<(RelPath, Leaf)>,
+    /// Files to read and hash: path, absolute path, stat, kind, size.
+    pending: Vec<(RelPath, PathBuf, Stat, EntryKind, u64)>,
+    /// What was left out.
     skipped: Vec<Skipped>,
+    /// Directories below, to read next, with the rules in force there.
+    subdirs: Vec<(PathBuf, RelPath, Rules)>,
+    /// Directories read (for the empty-directory check).
+    dirs: Vec<RelPath>,
+}
+
+/// How many threads stat files: statting is most of a checkpoint, and the kernel serves it
+/// in parallel.
+fn walkers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 8)
 }
 
 /// Records `workspace` into `store`, reusing `cache` for files whose stat did not change.
 /// `previous` is the last snapshot of the same workspace: when nothing changed its trees are
 /// reused without being written again.
+///
+/// The walk goes level by level, each level's directories read by several threads; only
+/// files whose stat changed are then read and hashed (on this thread: the store is not
+/// shared between threads).
 pub fn record(
     store: &ShadowStore,
     cache: &mut StatCache,
@@ -146,23 +162,94 @@ pub fn record(
     limits: Limits,
     previous: Option<&Snapshot>,
 ) -> Result<Snapshot, CheckpointError> {
-    let mut walk = Walk {
-        store,
-        cache,
-        limits,
-        now: SystemTime::now(),
-        flat: Flat::new(),
-        skipped: Vec::new(),
-    };
-    let rules = Rules::root(workspace);
-    walk.dir(workspace, &[], &rules)?;
-    let Walk {
-        flat,
-        skipped,
-        cache,
-        ..
-    } = walk;
-    cache.retain(|p| flat.contains_key(p));
+    let now = SystemTime::now();
+    std::fs::read_dir(workspace)
+        .map_err(|e| CheckpointError::io(format!("reading {}", workspace.display()), e))?;
+    let mut level = vec![(
+        workspace.to_path_buf(),
+        RelPath::new(),
+        Rules::root(workspace),
+    )];
+    let mut found = Found::default();
+    let shared: &StatCache = cache;
+    while !level.is_empty() {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let threads = walkers().min(level.len());
+        let results: Vec<Found> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Found::default();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((abs, rel, rules)) = level.get(i) else {
+                                break;
+                            };
+                            read_dir(abs, rel, rules, shared, &mut out);
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        level = Vec::new();
+        for mut r in results {
+            found.leaves.append(&mut r.leaves);
+            found.pending.append(&mut r.pending);
+            found.skipped.append(&mut r.skipped);
+            found.dirs.append(&mut r.dirs);
+            level.append(&mut r.subdirs);
+        }
+    }
+    let hits = found.leaves.len();
+    let mut flat: Flat = found.leaves.into_iter().collect();
+    let mut skipped = found.skipped;
+    for (rel, abs, stat, kind, len) in found.pending {
+        if kind != EntryKind::Link && len > limits.max_file_bytes {
+            skipped.push(Skipped {
+                path: rel,
+                reason: SkipReason::Large(len),
+            });
+            continue;
+        }
+        let bytes = if kind == EntryKind::Link {
+            std::fs::read_link(&abs).map(|t| t.as_os_str().as_bytes().to_vec())
+        } else {
+            std::fs::read(&abs)
+        };
+        let Ok(bytes) = bytes else {
+            skipped.push(Skipped {
+                path: rel,
+                reason: SkipReason::Unreadable,
+            });
+            continue;
+        };
+        let oid = store.write_blob(&bytes)?;
+        cache.record(rel.clone(), stat, kind, oid, now);
+        flat.insert(rel, Leaf { kind, oid });
+    }
+    // A directory with nothing recorded inside is kept as an empty directory.
+    for dir in found.dirs {
+        let has = flat
+            .range(dir.clone()..)
+            .next()
+            .is_some_and(|(p, _)| crate::path::is_within(p, &dir));
+        if !has {
+            flat.insert(
+                dir,
+                Leaf {
+                    kind: EntryKind::Tree,
+                    oid: empty_tree(),
+                },
+            );
+        }
+    }
+    // Every cached path was seen unless some were hashed anew or left: only then prune.
+    if hits != cache.len() {
+        cache.retain(|p| flat.contains_key(p));
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     if let Some(prev) = previous.filter(|p| *p.flat == flat) {
         return Ok(Snapshot {
             tree: prev.tree,
@@ -178,77 +265,70 @@ pub fn record(
     })
 }
 
-impl Walk<'_> {
-    fn dir(&mut self, abs: &Path, rel: &[u8], rules: &Rules) -> Result<(), CheckpointError> {
-        let read = match std::fs::read_dir(abs) {
-            Ok(read) => read,
-            Err(e) if rel.is_empty() => {
-                return Err(CheckpointError::io(format!("reading {}", abs.display()), e));
-            }
-            Err(_) => {
-                self.skip(rel.to_vec(), SkipReason::Unreadable);
-                return Ok(());
-            }
-        };
-        let mut entries: Vec<(Vec<u8>, std::fs::DirEntry)> = read
-            .filter_map(Result::ok)
-            .map(|e| (e.file_name().as_bytes().to_vec(), e))
-            .collect();
-        let has_gitignore = entries.iter().any(|(n, _)| n == b".gitignore");
-        let rules = rules.enter(abs, has_gitignore);
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let before = self.flat.len();
-        for (name, entry) in entries {
-            if name == b".git" {
-                continue;
-            }
-            let child_rel = join(rel, &name);
-            let child_abs = abs.join(entry.file_name());
-            let Ok(file_type) = entry.file_type() else {
-                self.skip(child_rel, SkipReason::Unreadable);
-                continue;
-            };
-            let is_dir = file_type.is_dir();
-            if rules.ignored(&child_abs, is_dir) {
-                let mut path = child_rel;
-                if is_dir {
-                    path.push(b'/');
-                }
-                self.skip(path, SkipReason::Ignored);
-                continue;
-            }
-            if is_dir {
-                self.dir(&child_abs, &child_rel, &rules)?;
-                continue;
-            }
-            if file_type.is_fifo()
-                || file_type.is_socket()
-                || file_type.is_block_device()
-                || file_type.is_char_device()
-            {
-                self.skip(child_rel, SkipReason::Special);
-                continue;
-            }
-            match entry.metadata() {
-                Ok(meta) => self.leaf(&child_abs, child_rel, &meta)?,
-                Err(_) => self.skip(child_rel, SkipReason::Unreadable),
-            }
-        }
-        // A directory with nothing recorded inside is kept as an empty directory.
-        if self.flat.len() == before && !rel.is_empty() {
-            self.flat.insert(
-                rel.to_vec(),
-                Leaf {
-                    kind: EntryKind::Tree,
-                    oid: empty_tree(),
-                },
-            );
-        }
-        Ok(())
+/// Reads one directory: classifies its entries, stats its files against the cache.
+fn read_dir(abs: &Path, rel: &[u8], rules: &Rules, cache: &StatCache, out: &mut Found) {
+    let Ok(read) = std::fs::read_dir(abs) else {
+        out.skipped.push(Skipped {
+            path: rel.to_vec(),
+            reason: SkipReason::Unreadable,
+        });
+        return;
+    };
+    if !rel.is_empty() {
+        out.dirs.push(rel.to_vec());
     }
-
-    fn leaf(&mut self, abs: &Path, rel: RelPath, meta: &Metadata) -> Result<(), CheckpointError> {
-        let stat = Stat::of(meta);
+    let entries: Vec<std::fs::DirEntry> = read.filter_map(Result::ok).collect();
+    let has_gitignore = entries.iter().any(|e| e.file_name() == ".gitignore");
+    let rules = rules.enter(abs, has_gitignore);
+    for entry in entries {
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let child_rel = join(rel, name.as_bytes());
+        let Ok(file_type) = entry.file_type() else {
+            out.skipped.push(Skipped {
+                path: child_rel,
+                reason: SkipReason::Unreadable,
+            });
+            continue;
+        };
+        let is_dir = file_type.is_dir();
+        let child_abs = abs.join(&name);
+        if rules.ignored(&child_abs, is_dir) {
+            let mut path = child_rel;
+            if is_dir {
+                path.push(b'/');
+            }
+            out.skipped.push(Skipped {
+                path,
+                reason: SkipReason::Ignored,
+            });
+            continue;
+        }
+        if is_dir {
+            out.subdirs.push((child_abs, child_rel, rules.clone()));
+            continue;
+        }
+        if file_type.is_fifo()
+            || file_type.is_socket()
+            || file_type.is_block_device()
+            || file_type.is_char_device()
+        {
+            out.skipped.push(Skipped {
+                path: child_rel,
+                reason: SkipReason::Special,
+            });
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            out.skipped.push(Skipped {
+                path: child_rel,
+                reason: SkipReason::Unreadable,
+            });
+            continue;
+        };
+        let stat = Stat::of(&meta);
         let kind = if meta.file_type().is_symlink() {
             EntryKind::Link
         } else if meta.permissions().mode() & 0o100 != 0 {
@@ -256,31 +336,14 @@ impl Walk<'_> {
         } else {
             EntryKind::Blob
         };
-        if let Some(cached) = self.cache.fresh(&rel, &stat).filter(|c| c.kind == kind) {
-            let oid = cached.oid;
-            self.flat.insert(rel, Leaf { kind, oid });
-            return Ok(());
+        match cache.fresh(&child_rel, &stat).filter(|c| c.kind == kind) {
+            Some(cached) => {
+                let oid = cached.oid;
+                out.leaves.push((child_rel, Leaf { kind, oid }));
+            }
+            None => out
+                .pending
+                .push((child_rel, child_abs, stat, kind, meta.len())),
         }
-        if kind != EntryKind::Link && meta.len() > self.limits.max_file_bytes {
-            self.skip(rel, SkipReason::Large(meta.len()));
-            return Ok(());
-        }
-        let bytes = if kind == EntryKind::Link {
-            std::fs::read_link(abs).map(|t| t.as_os_str().as_bytes().to_vec())
-        } else {
-            std::fs::read(abs)
-        };
-        let Ok(bytes) = bytes else {
-            self.skip(rel, SkipReason::Unreadable);
-            return Ok(());
-        };
-        let oid = self.store.write_blob(&bytes)?;
-        self.cache.record(rel.clone(), stat, kind, oid, self.now);
-        self.flat.insert(rel, Leaf { kind, oid });
-        Ok(())
-    }
-
-    fn skip(&mut self, path: RelPath, reason: SkipReason) {
-        self.skipped.push(Skipped { path, reason });
     }
 }

@@ -146,7 +146,8 @@ fn readers_of_the_raw_log_can_tell_rewound_events_apart() {
     s.append(rewind(2)).unwrap();
     let events = s.events();
     let ranges = rewound_ranges(&events);
-    assert_eq!(ranges, [6..12]);
+    assert_eq!(ranges.len(), 1);
+    assert_eq!(ranges[0], 6..12);
     let kept = history_events(&events);
     assert_eq!(kept.len(), events.len() - 6);
     assert!(matches!(kept.last().unwrap().kind, EventKind::Rewind(_)));

@@ -30,7 +30,7 @@ pub mod timeline;
 
 pub use error::CheckpointError;
 pub use events::At;
-pub use plugin::{CheckpointPlugin, may_mutate};
+pub use plugin::CheckpointPlugin;
 pub use prune::{PruneReport, prune, referenced};
 pub use restore::Fault;
 pub use service::{

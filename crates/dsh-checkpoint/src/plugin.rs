@@ -13,25 +13,10 @@ use parking_lot::Mutex;
 use crate::events::At;
 use crate::service::{CheckpointConfig, Checkpoints};
 
-/// Tools whose calls never change files. Until tools declare their effects, every other call
-/// (commands, writes, MCP tools, subagents) is taken as one that may.
-const READ_ONLY_TOOLS: &[&str] = &[
-    "read",
-    "glob",
-    "grep",
-    "bash_output",
-    "bash_kill",
-    "todo_write",
-];
-
-/// Whether a call of tool `name` may change files.
-pub fn may_mutate(name: &str) -> bool {
-    !READ_ONLY_TOOLS.contains(&name)
-}
-
 /// Mounts [`Checkpoints`] for every top-level agent: the workspace is recorded before each
 /// turn's first step (`agent/pre-step`), before the first call of a step that may change
-/// files (`tools/pre-execute`), and when the turn ends (`agent/turn-ending`). A subagent's
+/// files (`tools/pre-execute`: any call whose declared effects are not read-only, which
+/// includes every tool that declares nothing), and when the turn ends (`agent/turn-ending`). A subagent's
 /// changes belong to its parent's turn: its own calls are not checkpointed, the parent's
 /// checkpoints around the delegating call cover them. A checkpoint that fails is logged and
 /// the turn goes on (it can then not be rewound).
@@ -116,7 +101,8 @@ impl Plugin for CheckpointPlugin {
             let taken = steps.clone();
             async move {
                 let session = call.caller.as_ref().map(|c| c.session.clone());
-                if let Some(session) = session.filter(|s| top_level(s) && may_mutate(&call.name))
+                if let Some(session) =
+                    session.filter(|s| top_level(s) && !call.effects().is_read_only())
                     && let Some((turn, step)) = open_step(&session)
                 {
                     let first = taken.lock().insert(session.id().clone(), (turn, step))

@@ -403,3 +403,34 @@ async fn turns_and_diff_show_what_each_turn_changed() {
     assert_eq!(diff[0].path, "a.txt");
     assert!(diff[0].diff.contains("-two\n+2\n"), "{}", diff[0].diff);
 }
+
+#[tokio::test]
+async fn prune_keeps_what_sessions_refer_to_and_deletes_the_rest() {
+    let f = fixture();
+    let cp = f.service();
+    write(&f.work, "a.txt", "kept\n");
+    f.turn(&cp, 1, "one", |w| write(w, "a.txt", "kept too\n"))
+        .await;
+    // An object no checkpoint names, and a store no session refers to at all.
+    write(&f.work, "a.txt", "only in a snapshot\n");
+    cp.snapshot(&f.work).await.unwrap();
+    let orphan_ws = tempfile::tempdir().unwrap();
+    write(orphan_ws.path(), "x.txt", "x\n");
+    cp.snapshot(orphan_ws.path()).await.unwrap();
+    let store = dsh_checkpoint::store::store_dir(&f.home, &f.work);
+    let mut refs = std::collections::HashMap::new();
+    refs.insert(
+        store.clone(),
+        dsh_checkpoint::referenced(&f.session.events()),
+    );
+    let report = dsh_checkpoint::prune(&f.home, &refs, std::time::Duration::ZERO).unwrap();
+    assert_eq!(report.removed_stores.len(), 1, "{report:?}");
+    assert!(
+        report.removed_objects >= 2,
+        "the orphan blob and tree: {report:?}"
+    );
+    // Every checkpoint of the session still restores.
+    write(&f.work, "a.txt", "kept too\n");
+    cp.rewind(&f.session, request(1)).await.unwrap();
+    assert_eq!(f.read("a.txt").as_deref(), Some("kept\n"));
+}

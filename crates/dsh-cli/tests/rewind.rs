@@ -40,6 +40,24 @@ fn tree(root: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// `(turn, step, at)` of every `checkpoint/created` in the only stored session.
+fn checkpoints(w: &World) -> Vec<(u64, u64, String)> {
+    let files = w.session_files();
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "checkpoint/created")
+        .map(|v| {
+            let d = &v["data"];
+            (
+                d["turn"].as_u64().unwrap(),
+                d["step"].as_u64().unwrap(),
+                d["at"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 fn text_of(messages: &[serde_json::Value]) -> String {
     serde_json::to_string(messages).unwrap()
 }
@@ -110,6 +128,20 @@ fn a_turn_that_changed_files_by_write_edit_and_bash_is_undone_exactly_and_the_co
     let id = session_that_changes_files(&w);
     let after = tree(&dir);
     assert_ne!(after, before);
+    // Checkpoints: each turn's start, before a step whose calls change files (not the step
+    // that only read; and step 2's state equals the turn's start, so it is not recorded
+    // twice), and at the end of a turn that changed something.
+    let marks: Vec<(u64, u64, String)> = checkpoints(&w);
+    let expect = |t: u64, s: u64, at: &str| (t, s, at.to_owned());
+    assert_eq!(
+        marks,
+        [
+            expect(1, 0, "turn"),
+            expect(2, 0, "turn"),
+            expect(2, 3, "step"),
+            expect(2, 4, "end")
+        ]
+    );
     assert!(dir.join("renamed.txt").exists() && dir.join("empty/dir").is_dir());
 
     let diff = w

@@ -43,6 +43,10 @@ pub enum Effect {
     Resume(SessionId),
     /// List stored sessions for the picker.
     ListSessions,
+    /// List the session's turns for the rewind picker.
+    ListTurns,
+    /// Rewind the session to the start of a turn.
+    Rewind(u64, crate::rewind::RewindScope),
     /// Redraw everything.
     Redraw,
 }
@@ -107,6 +111,8 @@ pub enum Overlay {
     Help,
     /// The session picker.
     Picker(Picker),
+    /// The `/rewind` picker.
+    Rewind(crate::rewind::RewindPicker),
 }
 
 /// The whole UI state.
@@ -195,6 +201,8 @@ impl App {
     /// Shows session `id` from its log so far (a resume replays it, a new one is empty).
     pub fn open(&mut self, id: SessionId, events: &[std::sync::Arc<SessionEvent>], now: Instant) {
         let expand = self.transcript.expand_all;
+        // Turns a rewind took out of the history are not shown.
+        let events = dsh_session::history_events(events);
         self.transcript = Transcript::replay(events.iter().map(AsRef::as_ref));
         if expand {
             self.transcript.toggle_expand_all();
@@ -542,10 +550,10 @@ impl App {
         if self.running() {
             return self.cancel();
         }
+        let again = self
+            .esc_at
+            .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
         if !self.composer.is_empty() {
-            let again = self
-                .esc_at
-                .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
             if again {
                 self.composer.clear_to_history();
                 self.esc_at = None;
@@ -553,6 +561,14 @@ impl App {
                 self.esc_at = Some(now);
                 self.hint("esc again to clear the draft (it stays in history)", now);
             }
+        } else if self.session.is_some() {
+            // On an empty composer, Esc twice opens the rewind picker.
+            if again {
+                self.esc_at = None;
+                return self.command(Command::Rewind(None));
+            }
+            self.esc_at = Some(now);
+            self.hint("esc again to rewind to an earlier turn", now);
         }
         Vec::new()
     }
@@ -628,6 +644,11 @@ impl App {
     }
 
     fn command(&mut self, command: Command) -> Vec<Effect> {
+        if self.running() && matches!(command, Command::Rewind(_)) {
+            self.transcript
+                .error("a turn is running: cancel it first (esc), then rewind");
+            return Vec::new();
+        }
         if self.running() && matches!(command, Command::New | Command::Resume(_)) {
             // Switching sessions would dispose the running agent mid-turn.
             self.transcript
@@ -645,6 +666,13 @@ impl App {
             }
             Command::New => vec![Effect::New],
             Command::Resume(Some(id)) => vec![Effect::Resume(SessionId::from(id))],
+            Command::Rewind(Some(turn)) => {
+                vec![Effect::Rewind(turn, crate::rewind::RewindScope::Both)]
+            }
+            Command::Rewind(None) => {
+                self.overlay = Some(Overlay::Rewind(crate::rewind::RewindPicker::default()));
+                vec![Effect::ListTurns]
+            }
             Command::Resume(None) => {
                 self.overlay = Some(Overlay::Picker(Picker::default()));
                 vec![Effect::ListSessions]
@@ -731,6 +759,14 @@ impl App {
                     self.overlay = None;
                 }
             }
+            Overlay::Rewind(p) => match p.key(key) {
+                Some(crate::rewind::PickerAction::Close) => self.overlay = None,
+                Some(crate::rewind::PickerAction::Rewind(turn, scope)) => {
+                    self.overlay = None;
+                    return vec![Effect::Rewind(turn, scope)];
+                }
+                None => {}
+            },
             Overlay::Picker(p) => match key.code {
                 KeyCode::Esc => self.overlay = None,
                 KeyCode::Up => p.selected = p.selected.saturating_sub(1),
@@ -756,6 +792,13 @@ impl App {
             },
         }
         Vec::new()
+    }
+
+    /// The turns for the rewind picker arrived.
+    pub fn turns(&mut self, entries: Vec<crate::rewind::TurnEntry>) {
+        if let Some(Overlay::Rewind(p)) = &mut self.overlay {
+            p.fill(entries);
+        }
     }
 
     /// The sessions listing arrived.
@@ -799,7 +842,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Esc",
-        "cancel the turn · close a popup · twice: clear the draft",
+        "cancel the turn · close a popup · twice: clear the draft (empty: rewind picker)",
     ),
     ("Ctrl+C", "cancel / clear; twice: exit"),
     ("Ctrl+D", "exit on an empty draft"),

@@ -17,6 +17,8 @@ pub enum Command {
     Cost,
     /// `/help`: keys and commands.
     Help,
+    /// `/rewind [N]`: the turn picker, or rewind to the start of turn N.
+    Rewind(Option<u64>),
     /// `/exit`.
     Exit,
 }
@@ -39,6 +41,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("model", "", "show the model and the catalogue"),
     ("mode", "", "show the sandbox and approval mode"),
     ("cost", "", "tokens and cost of this session"),
+    (
+        "rewind",
+        "[N]",
+        "put files and conversation back to a turn's start (esc esc)",
+    ),
     ("help", "", "keys and commands"),
     ("exit", "", "leave (also /quit, Ctrl+D on an empty draft)"),
 ];
@@ -91,6 +98,9 @@ pub fn parse(line: &str) -> Submitted {
         ("mode", []) => Command::Mode,
         ("cost", []) => Command::Cost,
         ("help", []) => Command::Help,
+        ("rewind", []) => Command::Rewind(None),
+        ("rewind", [n]) if n.parse::<u64>().is_ok() => Command::Rewind(n.parse().ok()),
+        ("rewind", _) => return Submitted::Invalid("usage: /rewind [TURN]".to_owned()),
         ("exit" | "quit", []) => Command::Exit,
         ("resume", _) => return Submitted::Invalid("usage: /resume [SESSION_ID]".to_owned()),
         (known, _) if COMMANDS.iter().any(|(n, _, _)| *n == known) || known == "quit" => {
@@ -153,7 +163,8 @@ mod tests {
     #[test]
     fn the_popup_filters_by_prefix_then_subsequence() {
         let names = |d: &str| matches(d).iter().map(|(n, _, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names("/re"), ["resume"]);
+        assert_eq!(names("/re"), ["resume", "rewind"]);
+        assert_eq!(names("/rew"), ["rewind"]);
         assert_eq!(names("/mo"), ["model", "mode"]);
         assert_eq!(names("/xt"), ["exit"]);
         assert!(names("/new x").is_empty());

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use dsh_agent::AgentHandle;
+use dsh_agent::{AgentHandle, AgentRef};
 use dsh_kernel::Context;
 use dsh_session::SessionId;
 
@@ -79,4 +79,19 @@ pub trait TuiHost: Send + Sync + 'static {
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError>;
     /// Stored sessions, most recently active first.
     async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError>;
+    /// The turns `agent`'s session can be rewound to, oldest first (the `/rewind` picker).
+    async fn turns(&self, agent: &AgentRef) -> Result<Vec<crate::rewind::TurnEntry>, HostError> {
+        let _ = agent;
+        Err(HostError("rewinding is not available here".into()))
+    }
+    /// Rewinds `agent`'s idle session to the start of `turn`; says what was done.
+    async fn rewind(
+        &self,
+        agent: &AgentRef,
+        turn: u64,
+        scope: crate::rewind::RewindScope,
+    ) -> Result<String, HostError> {
+        let _ = (agent, turn, scope);
+        Err(HostError("rewinding is not available here".into()))
+    }
 }

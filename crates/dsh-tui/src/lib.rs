@@ -8,7 +8,7 @@
 //! Module map: [`host`] (what the composition root provides), [`terminal`] (entering and always
 //! restoring the terminal), [`transcript`] and [`cell`] (the app-owned, virtualized transcript),
 //! [`markdown`], [`diff`], [`wrap`] and [`sanitize`] (turning text into styled rows),
-//! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash commands), [`approval`] (inline
+//! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash commands), [`rewind`] (the `/rewind` picker), [`approval`] (inline
 //! approval cards), [`app`] (all UI state and key handling), [`view`] (drawing a frame) and
 //! [`runner`] (the event loop).
 
@@ -21,6 +21,7 @@ pub mod diff;
 pub mod files;
 pub mod host;
 pub mod markdown;
+pub mod rewind;
 pub mod runner;
 pub mod sanitize;
 pub mod status;

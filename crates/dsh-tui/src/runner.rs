@@ -75,6 +75,7 @@ enum Msg {
     Event(SessionId, Arc<SessionEvent>, bool),
     Files(Vec<String>),
     Sessions(Result<Vec<SessionEntry>, HostError>),
+    Turns(Result<Vec<crate::rewind::TurnEntry>, HostError>),
 }
 
 /// Runs the UI until the person leaves; the terminal is restored on every way out.
@@ -241,6 +242,29 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                         let _ = tx.send(Msg::Sessions(host.sessions().await));
                     });
                 }
+                Effect::ListTurns => match &handle {
+                    Some(h) => {
+                        let (host, tx, agent) = (host.clone(), msg_tx.clone(), h.agent().clone());
+                        tokio::spawn(async move {
+                            let _ = tx.send(Msg::Turns(host.turns(&agent).await));
+                        });
+                    }
+                    None => app.overlay = None,
+                },
+                Effect::Rewind(turn, scope) => {
+                    if let Some(h) = &handle {
+                        // Awaited here: no key may start a turn while files are written back.
+                        match host.rewind(h.agent(), turn, scope).await {
+                            Ok(text) => {
+                                let session = h.agent().session().clone();
+                                app.open(session.id().clone(), &session.events(), Instant::now());
+                                replayed_to = replayed(&handle);
+                                app.transcript.notice(text);
+                            }
+                            Err(e) => app.transcript.error(e.to_string()),
+                        }
+                    }
+                }
                 Effect::Redraw => redraw(&mut terminal)?,
             }
         }
@@ -291,6 +315,11 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
         }
         Msg::Files(files) => app.files = Some(files),
         Msg::Sessions(Ok(entries)) => app.sessions(entries),
+        Msg::Turns(Ok(entries)) => app.turns(entries),
+        Msg::Turns(Err(e)) => {
+            app.overlay = None;
+            app.transcript.error(format!("cannot rewind: {e}"));
+        }
         Msg::Sessions(Err(e)) => {
             app.overlay = None;
             app.transcript.error(format!("cannot list sessions: {e}"));

@@ -368,6 +368,7 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
             }
             lines
         }
+        Overlay::Rewind(p) => p.lines(width, area.height as usize),
         Overlay::Picker(p) => {
             let mut lines = vec![
                 Line::styled(

@@ -100,37 +100,7 @@ fn request(to_turn: u64) -> RewindRequest {
     }
 }
 
-/// Everything under `root` (but `.git`): path, kind, content, executable bit.
-fn tree(root: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            if rel == ".git" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&p).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                format!("link {}", std::fs::read_link(&p).unwrap().display())
-            } else if meta.is_dir() {
-                stack.push(p.clone());
-                "dir".to_owned()
-            } else {
-                format!(
-                    "file {:o} {}",
-                    meta.permissions().mode() & 0o111,
-                    std::fs::read_to_string(&p).unwrap_or_default()
-                )
-            };
-            out.push((rel, what));
-        }
-    }
-    out.sort();
-    out
-}
+use dsh_testkit::workspace_tree as tree;
 
 #[tokio::test]
 async fn a_turn_that_creates_modifies_deletes_renames_and_chmods_is_undone_exactly() {

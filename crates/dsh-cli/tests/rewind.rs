@@ -4,41 +4,11 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-
 use common::{World, bash, json_lines, session_id_of, stderr, stdout};
 use dsh_testkit::MockResponse;
 use serde_json::json;
 
-/// Everything under `root` but `.git`: path and what it is (kind, executable bit, content).
-fn tree(root: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            if rel == ".git" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&p).unwrap();
-            let what = if meta.is_dir() {
-                stack.push(p.clone());
-                "dir".to_owned()
-            } else {
-                format!(
-                    "{:o} {}",
-                    meta.permissions().mode() & 0o111,
-                    std::fs::read_to_string(&p).unwrap()
-                )
-            };
-            out.push((rel, what));
-        }
-    }
-    out.sort();
-    out
-}
+use dsh_testkit::workspace_tree as tree;
 
 /// `(turn, step, at)` of every `checkpoint/created` in the only stored session.
 fn checkpoints(w: &World) -> Vec<(u64, u64, String)> {

@@ -842,7 +842,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Esc",
-        "cancel the turn · close a popup · twice: clear the draft (empty: rewind picker)",
+        "cancel the turn · close a popup · twice: clear the draft",
     ),
     ("Ctrl+C", "cancel / clear; twice: exit"),
     ("Ctrl+D", "exit on an empty draft"),

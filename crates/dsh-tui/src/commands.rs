@@ -44,7 +44,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "rewind",
         "[N]",
-        "put files and conversation back to a turn's start (esc esc)",
+        "back to a turn's start (esc twice on an empty draft)",
     ),
     ("help", "", "keys and commands"),
     ("exit", "", "leave (also /quit, Ctrl+D on an empty draft)"),

@@ -49,6 +49,17 @@ pub enum CheckpointError {
     /// The session log refused the rewind's events.
     #[error("cannot record the rewind in the session: {0}")]
     Session(String),
+    /// The workspace has more files than a checkpoint records.
+    #[error(
+        "the workspace has over {limit} files ({files} seen) that are not ignored; it is not \
+         checkpointed (add a .gitignore, or work in a smaller directory)"
+    )]
+    TooLarge {
+        /// Files seen when the walk stopped.
+        files: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A fault injected by a test (the crash seam).
     #[error("injected fault after {0} operations")]
     Fault(usize),

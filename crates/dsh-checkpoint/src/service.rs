@@ -20,6 +20,9 @@ use crate::timeline::{MarkKind, marks, spans, turn_last, turn_start};
 /// Default size cap: files larger than this are not checkpointed.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
+/// Default file-count cap: a larger workspace is not checkpointed.
+pub const DEFAULT_MAX_FILES: usize = 100_000;
+
 /// How checkpoints are taken.
 #[derive(Clone, Debug)]
 pub struct CheckpointConfig {
@@ -27,6 +30,8 @@ pub struct CheckpointConfig {
     pub root: PathBuf,
     /// Files larger than this are left out (and named).
     pub max_file_bytes: u64,
+    /// A workspace with more files than this is not checkpointed.
+    pub max_files: usize,
 }
 
 impl CheckpointConfig {
@@ -35,6 +40,7 @@ impl CheckpointConfig {
         Self {
             root: root.into(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_files: DEFAULT_MAX_FILES,
         }
     }
 }
@@ -226,6 +232,17 @@ impl Checkpoints {
     fn limits(&self) -> Limits {
         Limits {
             max_file_bytes: self.config.max_file_bytes,
+            max_files: self.config.max_files,
+            // The store's home (`$DSH_HOME`, holding sessions and checkpoints) changes under
+            // every turn; it is never part of a workspace's checkpoint.
+            exclude: self
+                .config
+                .root
+                .parent()
+                .map(Path::to_path_buf)
+                .into_iter()
+                .chain(std::iter::once(self.config.root.clone()))
+                .collect(),
         }
     }
 

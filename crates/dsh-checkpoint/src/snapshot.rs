@@ -119,10 +119,15 @@ pub struct Snapshot {
 }
 
 /// Limits of a snapshot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     /// Files larger than this are not checkpointed.
     pub max_file_bytes: u64,
+    /// A workspace with more files than this is not checkpointed at all (dsh started in a
+    /// home directory must not copy it into the store).
+    pub max_files: usize,
+    /// Directories never recorded (dsh's own home, which changes under every turn).
+    pub exclude: Vec<PathBuf>,
 }
 
 /// What reading one directory found.
@@ -185,7 +190,7 @@ pub fn record(
                             let Some((abs, rel, rules)) = level.get(i) else {
                                 break;
                             };
-                            read_dir(abs, rel, rules, shared, &mut out);
+                            read_dir(abs, rel, rules, shared, &limits.exclude, &mut out);
                         }
                         out
                     })
@@ -200,6 +205,13 @@ pub fn record(
             found.skipped.append(&mut r.skipped);
             found.dirs.append(&mut r.dirs);
             level.append(&mut r.subdirs);
+        }
+        let files = found.leaves.len() + found.pending.len();
+        if files > limits.max_files {
+            return Err(CheckpointError::TooLarge {
+                files,
+                limit: limits.max_files,
+            });
         }
     }
     let hits = found.leaves.len();
@@ -266,7 +278,14 @@ pub fn record(
 }
 
 /// Reads one directory: classifies its entries, stats its files against the cache.
-fn read_dir(abs: &Path, rel: &[u8], rules: &Rules, cache: &StatCache, out: &mut Found) {
+fn read_dir(
+    abs: &Path,
+    rel: &[u8],
+    rules: &Rules,
+    cache: &StatCache,
+    exclude: &[PathBuf],
+    out: &mut Found,
+) {
     let Ok(read) = std::fs::read_dir(abs) else {
         out.skipped.push(Skipped {
             path: rel.to_vec(),
@@ -295,7 +314,7 @@ fn read_dir(abs: &Path, rel: &[u8], rules: &Rules, cache: &StatCache, out: &mut 
         };
         let is_dir = file_type.is_dir();
         let child_abs = abs.join(&name);
-        if rules.ignored(&child_abs, is_dir) {
+        if rules.ignored(&child_abs, is_dir) || (is_dir && exclude.contains(&child_abs)) {
             let mut path = child_rel;
             if is_dir {
                 path.push(b'/');

@@ -404,3 +404,33 @@ async fn prune_keeps_what_sessions_refer_to_and_deletes_the_rest() {
     cp.rewind(&f.session, request(1)).await.unwrap();
     assert_eq!(f.read("a.txt").as_deref(), Some("kept\n"));
 }
+
+#[tokio::test]
+async fn dsh_home_inside_the_workspace_is_never_recorded_and_a_huge_workspace_is_refused() {
+    let f = fixture();
+    // dsh started in the directory that holds its own home (a home directory, say).
+    let home = f.work.join(".dsh");
+    write(&home, "sessions/s.jsonl", "{}\n");
+    write(&f.work, "a.txt", "a\n");
+    let mut config = CheckpointConfig::new(home.join("checkpoints"));
+    let cp = Checkpoints::new(config.clone(), None, None);
+    let snap = cp.snapshot(&f.work).await.unwrap();
+    let paths: Vec<String> = snap
+        .flat
+        .keys()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    assert_eq!(paths, ["a.txt"]);
+    config.max_files = 3;
+    for i in 0..4 {
+        write(&f.work, &format!("many/{i}.txt"), "x\n");
+    }
+    let err = Checkpoints::new(config, None, None)
+        .snapshot(&f.work)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CheckpointError::TooLarge { limit: 3, .. }),
+        "{err}"
+    );
+}

@@ -24,6 +24,7 @@ mod mcp;
 pub mod models;
 mod route;
 pub mod store;
+pub mod web_search;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -177,6 +178,8 @@ pub struct Settings {
     pub store: store::StoreSettings,
     /// `[checkpoints]`: whether the workspace is recorded for rewinds, and the size cap.
     pub checkpoints: checkpoints::CheckpointSettings,
+    /// `[web_search]`: the search API of `web_search` (`None`: the tool is not offered).
+    pub web_search: Option<web_search::WebSearchSettings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -204,6 +207,8 @@ struct FileConfig {
     checkpoints: checkpoints::FileCheckpoints,
     #[serde(default)]
     store: Option<toml::Spanned<store::FileStore>>,
+    #[serde(default)]
+    web_search: web_search::FileWebSearch,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -530,6 +535,7 @@ impl Settings {
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
         let checkpoints = checkpoints::resolve(&file.checkpoints, &config_path, &text)?;
         let store = store::resolve(env, file.store, &config_path, &text)?;
+        let web_search = web_search::resolve(&file.web_search, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -548,6 +554,7 @@ impl Settings {
             compaction,
             store,
             checkpoints,
+            web_search,
         })
     }
 
@@ -712,6 +719,7 @@ impl Settings {
         out.push_str(&models::render(&self.catalog, &self.model.value));
         compaction::render(&mut out, &self.compaction);
         checkpoints::render(&mut out, &self.checkpoints, &self.checkpoints_root());
+        web_search::render(&mut out, self.web_search.as_ref(), env);
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {
             let _ = writeln!(out);

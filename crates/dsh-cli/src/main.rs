@@ -18,6 +18,7 @@ mod mcp;
 mod piped;
 mod progress;
 mod render;
+mod rewind;
 mod run;
 mod secrets;
 mod sessions;

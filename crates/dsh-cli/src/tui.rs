@@ -186,6 +186,59 @@ impl TuiHost for Host {
         self.harness.set_approval(session, policy);
         Ok(())
     }
+
+    async fn turns(
+        &self,
+        agent: &dsh_agent::AgentRef,
+    ) -> Result<Vec<dsh_tui::rewind::TurnEntry>, HostError> {
+        let service = self
+            .harness
+            .checkpoints()
+            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
+        Ok(service
+            .turns(agent.session())
+            .await
+            .into_iter()
+            .map(|t| dsh_tui::rewind::TurnEntry {
+                turn: t.turn,
+                prompt: t.prompt,
+                changed_files: t.changed_files,
+            })
+            .collect())
+    }
+
+    async fn rewind(
+        &self,
+        agent: &dsh_agent::AgentRef,
+        turn: u64,
+        scope: dsh_tui::rewind::RewindScope,
+    ) -> Result<String, HostError> {
+        use dsh_checkpoint::{RewindMode, RewindRequest};
+        use dsh_tui::rewind::RewindScope;
+        let service = self
+            .harness
+            .checkpoints()
+            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
+        let mode = match scope {
+            RewindScope::Both => RewindMode::Both,
+            RewindScope::Files => RewindMode::FilesOnly,
+            RewindScope::Conversation => RewindMode::ConversationOnly,
+        };
+        let request = RewindRequest {
+            to_turn: turn,
+            mode,
+            force: false,
+        };
+        service
+            .rewind(agent.session(), request)
+            .await
+            .map(|report| {
+                crate::sessions::describe_rewind(turn, &report)
+                    .trim_end()
+                    .to_owned()
+            })
+            .map_err(|e| HostError(e.to_string()))
+    }
 }
 
 /// Runs the full-screen UI; returns the exit status.

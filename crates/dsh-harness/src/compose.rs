@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use dsh_agent::AgentPlanner;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_checkpoint::{CheckpointPlugin, Checkpoints};
 use dsh_compaction::{Compaction, CompactionPlugin};
 use dsh_fetch::WebPlugin;
 use dsh_guard::{ApprovalPolicy, SandboxMode};
@@ -120,6 +121,7 @@ pub struct Harness {
     notices: Vec<String>,
     persistence: PluginHandle,
     compaction: PluginHandle,
+    checkpoints: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
     web: PluginHandle,
@@ -225,6 +227,15 @@ impl Harness {
             .plugin(CompactionPlugin::new(settings.compaction.clone()))
             .await
             .map_err(|e| HarnessError::start("mount compaction", e))?;
+        // Every front end checkpoints (unless `[checkpoints] enabled = false`): any session can
+        // be rewound, files and conversation.
+        let checkpoints = ctx
+            .plugin(
+                CheckpointPlugin::new(crate::rewind::checkpoint_config(&settings))
+                    .recording(settings.checkpoints.enabled),
+            )
+            .await
+            .map_err(|e| HarnessError::start("mount checkpoints", e))?;
         let tools = ctx
             .plugin(BuiltinToolsPlugin)
             .await
@@ -296,6 +307,7 @@ impl Harness {
             notices,
             persistence,
             compaction,
+            checkpoints,
             tools,
             subagents,
             web,
@@ -358,6 +370,11 @@ impl Harness {
         self.ctx.get::<Compaction>()
     }
 
+    /// The checkpoint service: rewind a live session (`/rewind`), list its turns, diff one.
+    pub fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
+        self.ctx.get::<Checkpoints>()
+    }
+
     /// Resolves once `agent` is idle and owns no live background subagent, so a headless
     /// run's final answer includes what its background children reported.
     pub async fn when_quiet(&self, agent: &dsh_agent::AgentRef) {
@@ -379,6 +396,7 @@ impl Harness {
         }
         self.hooks.dispose().await;
         self.compaction.dispose().await;
+        self.checkpoints.dispose().await;
         self.web.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;

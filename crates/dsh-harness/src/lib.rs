@@ -10,7 +10,7 @@
 //! - registers the provider routes: every configured provider, built lazily, so a session is
 //!   continued on the route it was held on;
 //! - composes the plugins: core services, the guard (sandbox and approvals), builtin tools,
-//!   subagents, compaction, MCP servers, hooks, persistence;
+//!   subagents, compaction, checkpoints, MCP servers, hooks, persistence;
 //! - resolves a session reference (an id, a unique prefix, the newest session of a
 //!   directory, a fork) and applies the resume-route rule;
 //! - builds each agent's setup (instruction files, reasoning effort, request budget) and says
@@ -58,6 +58,7 @@ mod open;
 mod planner;
 mod policy;
 mod resume_route;
+mod rewind;
 mod routes;
 mod session_ref;
 mod storage;
@@ -74,6 +75,7 @@ pub use open::{LocatedSession, OpenedSession, SessionReference, SessionRequest};
 pub use planner::RouteOverrides;
 pub use policy::EffectivePolicy;
 pub use resume_route::Route;
+pub use rewind::{diff_stored, prune_checkpoints, rewind_stored};
 pub use store::{OriginFilter, Store};
 pub use switch::{ModelChoice, ROUTE_EVENT};
 pub use workspace::{same_dir, workspace_dir};

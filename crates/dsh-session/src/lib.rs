@@ -27,6 +27,7 @@ pub mod persistence;
 mod phrases;
 pub mod relations;
 pub mod repair;
+pub mod rewind;
 mod session;
 pub mod store;
 pub mod stream;
@@ -37,9 +38,9 @@ pub use attachments::{AttachmentError, Attachments, attachment_digest, image_med
 pub use error::SessionError;
 pub use event::{
     AssistantChunk, AssistantMessage, CancelCause, EventKind, HeaderReason, InboxSplice,
-    InboxTarget, RequestContext, RequestHeader, RequestHeaderEvent, SessionEvent, SpliceOutcome,
-    StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd, TurnEndReason,
-    TurnStart,
+    InboxTarget, RequestContext, RequestHeader, RequestHeaderEvent, Rewind, SessionEvent,
+    SpliceOutcome, StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd,
+    TurnEndReason, TurnStart,
 };
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
@@ -53,6 +54,7 @@ pub use persistence::{
 };
 pub use relations::{RelationChecker, check_relation, relational_validator};
 pub use repair::{check_balanced, interrupted_turn_closers};
+pub use rewind::{history_events, is_rewound, rewound_ranges};
 pub use session::{EventDraft, Session, Validator};
 pub use store::{
     SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,

@@ -59,6 +59,10 @@ pub enum Effect {
     Export(Option<String>),
     /// Ctrl+Z: give the terminal back and stop until resumed.
     Suspend,
+    /// List the session's turns for the rewind picker.
+    ListTurns,
+    /// Rewind the session to the start of a turn.
+    Rewind(u64, crate::rewind::RewindScope),
     /// Redraw everything.
     Redraw,
 }
@@ -96,6 +100,8 @@ pub enum Overlay {
     Picker(Picker),
     /// The model picker.
     Models(ModelPicker),
+    /// The `/rewind` picker.
+    Rewind(crate::rewind::RewindPicker),
 }
 
 /// Work of the UI's own in progress (not a turn): `/compact`.
@@ -201,6 +207,8 @@ impl App {
     /// Shows session `id` from its log so far (a resume replays it, a new one is empty).
     pub fn open(&mut self, id: SessionId, events: &[std::sync::Arc<SessionEvent>], now: Instant) {
         let expand = self.transcript.expand_all;
+        // Turns a rewind took out of the history are not shown.
+        let events = dsh_session::history_events(events);
         self.transcript = Transcript::replay(events.iter().map(AsRef::as_ref));
         if expand {
             self.transcript.toggle_expand_all();
@@ -561,10 +569,10 @@ impl App {
         if self.running() {
             return self.cancel();
         }
+        let again = self
+            .esc_at
+            .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
         if !self.composer.is_empty() {
-            let again = self
-                .esc_at
-                .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
             if again {
                 self.composer.clear_to_history();
                 self.esc_at = None;
@@ -572,6 +580,14 @@ impl App {
                 self.esc_at = Some(now);
                 self.hint("esc again to clear the draft (it stays in history)", now);
             }
+        } else if self.session.is_some() {
+            // On an empty composer, Esc twice opens the rewind picker.
+            if again {
+                self.esc_at = None;
+                return self.command(Command::Rewind(None));
+            }
+            self.esc_at = Some(now);
+            self.hint("esc again to rewind to an earlier turn", now);
         }
         Vec::new()
     }
@@ -721,6 +737,14 @@ impl App {
                     self.overlay = None;
                 }
             }
+            Overlay::Rewind(p) => match p.key(key) {
+                Some(crate::rewind::PickerAction::Close) => self.overlay = None,
+                Some(crate::rewind::PickerAction::Rewind(turn, scope)) => {
+                    self.overlay = None;
+                    return vec![Effect::Rewind(turn, scope)];
+                }
+                None => {}
+            },
             Overlay::Picker(p) => {
                 let rows = p.filtered().len();
                 match key.code {
@@ -760,6 +784,13 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// The turns for the rewind picker arrived.
+    pub fn turns(&mut self, entries: Vec<crate::rewind::TurnEntry>) {
+        if let Some(Overlay::Rewind(p)) = &mut self.overlay {
+            p.fill(entries);
+        }
     }
 
     /// The sessions listing arrived. A picker opened for a reference that named no session

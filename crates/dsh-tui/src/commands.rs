@@ -25,6 +25,8 @@ pub enum Command {
     Export(Option<String>),
     /// `/help`: keys and commands.
     Help,
+    /// `/rewind [N]`: the turn picker, or rewind to the start of turn N.
+    Rewind(Option<u64>),
     /// `/exit`.
     Exit,
 }
@@ -42,6 +44,9 @@ impl Command {
                 | Command::Help
                 | Command::Exit
                 | Command::Model(None)
+                // Refused, not deferred, while a turn runs: rewinding to a turn's start after
+                // that turn's successors ran would undo work the person never saw.
+                | Command::Rewind(_)
         )
     }
 
@@ -60,6 +65,8 @@ impl Command {
             Command::Mode(a) => with("mode", a),
             Command::Cost => "/cost".into(),
             Command::Export(a) => with("export", a),
+            Command::Rewind(Some(n)) => format!("/rewind {n}"),
+            Command::Rewind(None) => "/rewind".into(),
             Command::Help => "/help".into(),
             Command::Exit => "/exit".into(),
         }
@@ -107,6 +114,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("cost", "", "tokens and cost of this session"),
     ("export", "[PATH]", "save the transcript as Markdown"),
+    (
+        "rewind",
+        "[N]",
+        "back to a turn's start (esc twice on an empty draft)",
+    ),
     ("help", "", "keys and commands"),
     ("exit", "", "leave (also /quit, Ctrl+D on an empty draft)"),
 ];
@@ -166,6 +178,9 @@ pub fn parse(line: &str) -> Submitted {
         ("export", []) => Command::Export(None),
         ("export", [path]) => Command::Export(Some((*path).to_owned())),
         ("help", []) => Command::Help,
+        ("rewind", []) => Command::Rewind(None),
+        ("rewind", [n]) if n.parse::<u64>().is_ok() => Command::Rewind(n.parse().ok()),
+        ("rewind", _) => return Submitted::Invalid("usage: /rewind [TURN]".to_owned()),
         ("exit" | "quit", []) => Command::Exit,
         (known, _) => match COMMANDS.iter().find(|(n, _, _)| *n == known) {
             Some((n, args, _)) if !args.is_empty() => {
@@ -247,7 +262,8 @@ mod tests {
     #[test]
     fn the_popup_puts_an_exact_name_first_then_prefixes_then_subsequences() {
         let names = |d: &str| matches(d).iter().map(|(n, _, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names("/re"), ["resume"]);
+        assert_eq!(names("/re"), ["resume", "rewind"]);
+        assert_eq!(names("/rew"), ["rewind"]);
         assert_eq!(names("/mo"), ["model", "mode"]);
         assert_eq!(names("/mode"), ["mode", "model"]);
         assert_eq!(names("/model"), ["model"]);

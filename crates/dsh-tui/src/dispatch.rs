@@ -100,6 +100,18 @@ impl App {
                 vec![Effect::SetApproval(policy)]
             }
             Command::Export(path) => vec![Effect::Export(path)],
+            Command::Rewind(_) if self.running() || self.busy.is_some() => {
+                self.transcript
+                    .error("a turn is running: cancel it first (esc), then rewind");
+                Vec::new()
+            }
+            Command::Rewind(Some(turn)) => {
+                vec![Effect::Rewind(turn, crate::rewind::RewindScope::Both)]
+            }
+            Command::Rewind(None) => {
+                self.overlay = Some(Overlay::Rewind(crate::rewind::RewindPicker::default()));
+                vec![Effect::ListTurns]
+            }
         }
     }
 

@@ -162,4 +162,20 @@ pub trait TuiHost: Send + Sync + 'static {
         let _ = (session, policy);
         Err(HostError("switching modes is not available here".into()))
     }
+
+    /// The turns `agent`'s session can be rewound to, oldest first (the `/rewind` picker).
+    async fn turns(&self, agent: &AgentRef) -> Result<Vec<crate::rewind::TurnEntry>, HostError> {
+        let _ = agent;
+        Err(HostError("rewinding is not available here".into()))
+    }
+    /// Rewinds `agent`'s idle session to the start of `turn`; says what was done.
+    async fn rewind(
+        &self,
+        agent: &AgentRef,
+        turn: u64,
+        scope: crate::rewind::RewindScope,
+    ) -> Result<String, HostError> {
+        let _ = (agent, turn, scope);
+        Err(HostError("rewinding is not available here".into()))
+    }
 }

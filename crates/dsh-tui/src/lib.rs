@@ -10,8 +10,8 @@
 //! [`markdown`], [`diff`], [`wrap`] and [`sanitize`] (turning text into styled rows),
 //! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash
 //! commands; what each does is `dispatch.rs`), [`picker`] (the session and model pickers),
-//! [`approval`] (inline approval cards), [`app`] (all UI state and key handling), [`view`]
-//! (drawing a frame) and [`runner`] (the event loop).
+//! [`rewind`] (the `/rewind` picker), [`approval`] (inline approval cards), [`app`] (all UI
+//! state and key handling), [`view`] (drawing a frame) and [`runner`] (the event loop).
 
 pub mod app;
 pub mod approval;
@@ -26,6 +26,7 @@ pub mod highlight;
 pub mod host;
 pub mod markdown;
 pub mod picker;
+pub mod rewind;
 pub mod runner;
 pub mod sanitize;
 pub mod status;

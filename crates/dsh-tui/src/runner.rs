@@ -80,6 +80,7 @@ enum Msg {
     Files(Vec<String>),
     Sessions(Result<Vec<SessionEntry>, HostError>),
     Compacted(Result<String, HostError>),
+    Turns(Result<Vec<crate::rewind::TurnEntry>, HostError>),
 }
 
 /// Whether `session` is the one on screen or one of its subagents (`Some(true)`).
@@ -380,6 +381,29 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     guard = Some(TerminalGuard::enter(options.keyboard_protocol)?);
                     redraw(&mut terminal)?;
                 }
+                Effect::ListTurns => match &handle {
+                    Some(h) => {
+                        let (host, tx, agent) = (host.clone(), msg_tx.clone(), h.agent().clone());
+                        tokio::spawn(async move {
+                            let _ = tx.send(Msg::Turns(host.turns(&agent).await));
+                        });
+                    }
+                    None => app.overlay = None,
+                },
+                Effect::Rewind(turn, scope) => {
+                    if let Some(h) = &handle {
+                        // Awaited here: no key may start a turn while files are written back.
+                        match host.rewind(h.agent(), turn, scope).await {
+                            Ok(text) => {
+                                let session = h.agent().session().clone();
+                                app.open(session.id().clone(), &session.events(), Instant::now());
+                                replayed_to = replayed(&handle);
+                                app.transcript.notice(text);
+                            }
+                            Err(e) => app.transcript.error(e.to_string()),
+                        }
+                    }
+                }
                 Effect::Redraw => redraw(&mut terminal)?,
             }
             if queue.is_empty() {
@@ -491,6 +515,11 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
         Msg::Compacted(outcome) => app.compacted(outcome.map_err(|e| e.to_string())),
         Msg::Files(files) => app.files = Some(files),
         Msg::Sessions(Ok(entries)) => app.sessions(entries),
+        Msg::Turns(Ok(entries)) => app.turns(entries),
+        Msg::Turns(Err(e)) => {
+            app.overlay = None;
+            app.transcript.error(format!("cannot rewind: {e}"));
+        }
         Msg::Sessions(Err(e)) => {
             app.overlay = None;
             app.transcript.error(format!("cannot list sessions: {e}"));

@@ -457,6 +457,7 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
                 area,
             )
         }
+        Overlay::Rewind(p) => p.lines(width, area.height as usize),
         Overlay::Picker(p) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

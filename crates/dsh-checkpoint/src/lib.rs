@@ -15,6 +15,7 @@
 //! - [`Checkpoints::diff`], [`Checkpoints::turns`] and [`prune`] for the front ends.
 
 mod cache;
+mod describe;
 mod diff;
 mod error;
 pub mod events;

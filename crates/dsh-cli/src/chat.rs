@@ -207,7 +207,9 @@ async fn chat(
                 _ => say("(nothing to cancel; /exit or Ctrl-D to leave)"),
             },
             ChatCommand::Compact(focus) => match &handle {
-                Some(h) => say(&crate::usage::compact(&harness, h.agent(), focus.as_deref()).await),
+                Some(h) => {
+                    say(&dsh_harness::usage::compact(&harness, h.agent(), focus.as_deref()).await)
+                }
                 None => say("no session; try /new"),
             },
             ChatCommand::Rewind(args) => match &handle {
@@ -218,7 +220,7 @@ async fn chat(
                 None => say("no session; try /new"),
             },
             ChatCommand::Context => match &handle {
-                Some(h) => say(&crate::usage::context(&harness, h.agent())),
+                Some(h) => say(&dsh_harness::usage::context(&harness, h.agent())),
                 None => say("no session; try /new"),
             },
             ChatCommand::Sessions => match crate::sessions::list(harness.store()).await {

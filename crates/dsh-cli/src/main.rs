@@ -28,7 +28,6 @@ mod stdout;
 mod terminal;
 mod transfer;
 mod tui;
-mod usage;
 
 use std::io::{IsTerminal, Write as _};
 

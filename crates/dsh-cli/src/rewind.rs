@@ -37,7 +37,7 @@ pub async fn command(harness: &Harness, agent: &AgentRef, args: &[&str]) -> Stri
         return "the agent is working; /cancel first, then rewind".to_owned();
     }
     match service.rewind(agent.session(), request).await {
-        Ok(report) => crate::sessions::describe_rewind(request.to_turn, &report),
+        Ok(report) => report.describe(request.to_turn),
         Err(e) => format!("dsh: {e}"),
     }
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
-use dsh_checkpoint::{FileDiff, PruneReport, RewindMode, RewindReport, RewindRequest};
+use dsh_checkpoint::{FileDiff, PruneReport, RewindMode, RewindRequest};
 use dsh_session::StoredSession;
 
 use dsh_harness::config::{ConfigError, Overrides, Settings};
@@ -204,7 +204,7 @@ pub fn main(
                 };
                 dsh_harness::rewind_stored(&settings, &store, id, request)
                     .await
-                    .map(|report| describe_rewind(*to_turn, &report))
+                    .map(|report| report.describe(*to_turn))
                     .map_err(anyhow::Error::from)
             }
             C::Diff { id, turn } => dsh_harness::diff_stored(&settings, &store, id, *turn)
@@ -225,32 +225,6 @@ pub fn main(
             1
         }
     }
-}
-
-/// What a rewind did, for people (the chat's `/rewind` prints the same).
-pub fn describe_rewind(to_turn: u64, report: &RewindReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "rewound to the start of turn {to_turn}");
-    if report.changed.is_empty() {
-        let _ = writeln!(out, "  files: nothing to restore");
-    } else {
-        let _ = writeln!(
-            out,
-            "  files restored ({}): {}",
-            report.changed.len(),
-            report.changed.join(", ")
-        );
-    }
-    for left in &report.left {
-        let _ = writeln!(out, "  left as it is: {left}");
-    }
-    if report.conversation {
-        let _ = writeln!(
-            out,
-            "  conversation: turn {to_turn} and later are out of the history (still in the log)"
-        );
-    }
-    out
 }
 
 fn describe_diff(turn: u64, diffs: &[FileDiff]) -> String {

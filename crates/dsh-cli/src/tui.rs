@@ -1,28 +1,19 @@
 //! The full-screen UI, composed: `dsh` and `dsh chat` on a terminal (unless `--plain`).
 //!
-//! `dsh-tui` drives agents through the [`TuiHost`] seam; this module is that host over the
-//! harness (the same sessions, routes and policy `dsh run` and the line chat get).
+//! `dsh-tui` drives agents through its host seam; `dsh_tui::HarnessHost` is that host over the
+//! harness (the same sessions, routes and policy `dsh run` and the line chat get). What is left
+//! here is the binary's part: whether to start it, start-up errors, signals and the exit line.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use dsh_agent::{AgentHandle, AgentRef};
-use dsh_guard::ApprovalPolicy;
 use dsh_harness::config::{Overrides, Settings, process_env};
 use dsh_harness::{
-    DRAIN, FrontEnd, Harness, HarnessError, HarnessOptions, RouteOverrides, SessionReference,
-    SessionRequest, workspace_dir,
+    DRAIN, FrontEnd, Harness, HarnessOptions, SessionReference, SessionRequest, workspace_dir,
 };
-use dsh_kernel::Context;
-use dsh_session::{SessionId, SessionOrigin};
+use dsh_tui::HarnessHost;
 use dsh_tui::runner::TuiOptions;
-use dsh_tui::{
-    ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
-    TuiHost,
-};
-use tokio_util::sync::CancellationToken;
 
 use crate::signals::Signals;
 
@@ -48,196 +39,6 @@ pub fn interactive(
         main(settings, flags, cwd, reference)
     } else {
         crate::chat::main(settings, flags, cwd, reference)
-    }
-}
-
-struct Host {
-    harness: Harness,
-    cwd: PathBuf,
-}
-
-/// A host error in the words `dsh` prints everywhere: the error and its causes.
-fn host_error(e: HarnessError) -> HostError {
-    HostError(format!("{:#}", anyhow::Error::new(e)))
-}
-
-#[async_trait]
-impl TuiHost for Host {
-    fn ctx(&self) -> &Context {
-        self.harness.context()
-    }
-
-    fn info(&self, session: Option<&SessionId>) -> HostInfo {
-        // Without a session: what a new one runs under (no session has that empty id).
-        let policy = self.harness.policy(session.unwrap_or(&SessionId::new("")));
-        let models = self
-            .harness
-            .models()
-            .into_iter()
-            .map(|m| ModelEntry {
-                id: m.facts.id,
-                provider: m.provider,
-                context_window: Some(m.facts.context_window).filter(|w| *w > 0),
-                prices: m.facts.price.map(|p| Prices {
-                    input: p.input,
-                    cache_read: p.cached_input,
-                    output: p.output,
-                }),
-            })
-            .collect();
-        HostInfo {
-            model: policy.model.id.clone(),
-            provider: policy.provider.clone(),
-            cwd: self.cwd.clone(),
-            mode: policy.describe(),
-            models,
-        }
-    }
-
-    async fn create(&self) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
-        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
-    }
-
-    async fn locate(&self, reference: &str) -> Result<SessionId, HostError> {
-        let request = SessionRequest::new(SessionReference::Resume(reference.to_owned()));
-        Ok(self.harness.locate(&request).await.map_err(host_error)?.id)
-    }
-
-    async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::Resume(id.to_string()));
-        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
-    }
-
-    async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError> {
-        let listings = self
-            .harness
-            .store()
-            .listings()
-            .await
-            .map_err(|e| HostError(e.to_string()))?;
-        Ok(listings
-            .into_iter()
-            // Subagent sessions belong to their parent's conversation.
-            .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
-            .map(|l| SessionEntry {
-                id: l.header.id,
-                first_prompt: l.first_prompt,
-                last_activity: l.last_activity,
-                turns: l.turns,
-            })
-            .collect())
-    }
-
-    async fn compact(
-        &self,
-        agent: AgentRef,
-        focus: Option<String>,
-        cancel: CancellationToken,
-    ) -> Result<String, HostError> {
-        // The same words as the line chat's `/compact`.
-        crate::usage::compact_with(&self.harness, &agent, focus.as_deref(), &cancel)
-            .await
-            .map_err(HostError)
-    }
-
-    fn context(&self, agent: &AgentRef) -> Result<ContextReport, HostError> {
-        let compaction = self.harness.compaction().ok_or_else(|| {
-            HostError("context use is not available (compaction is not mounted)".into())
-        })?;
-        let session = agent.session();
-        let used = compaction.context_use(session);
-        let parts = dsh_compaction::context_breakdown(session, used.calibration, 5);
-        let part = |label: String, tokens| ContextPart { label, tokens };
-        Ok(ContextReport {
-            tokens: used.tokens,
-            window: used.window,
-            measured: used.measured,
-            parts: vec![
-                part("system prompt".into(), parts.system),
-                part(format!("tools ({})", parts.tool_count), parts.tools),
-                part("conversation".into(), parts.history),
-            ],
-            largest: parts
-                .largest
-                .into_iter()
-                .map(|(label, tokens)| part(label, tokens))
-                .collect(),
-        })
-    }
-
-    async fn switch_model(&self, agent: &AgentRef, choice: ModelChoice) -> Result<(), HostError> {
-        let route = RouteOverrides {
-            provider: choice.provider,
-            model: choice.model,
-        };
-        self.harness
-            .switch_route(agent, route)
-            .await
-            .map(drop)
-            .map_err(host_error)
-    }
-
-    fn set_approval(&self, session: &SessionId, policy: Option<&str>) -> Result<(), HostError> {
-        let policy = policy
-            .map(str::parse::<ApprovalPolicy>)
-            .transpose()
-            .map_err(|e| HostError(e.to_string()))?;
-        self.harness.set_approval(session, policy);
-        Ok(())
-    }
-
-    async fn turns(
-        &self,
-        agent: &dsh_agent::AgentRef,
-    ) -> Result<Vec<dsh_tui::rewind::TurnEntry>, HostError> {
-        let service = self
-            .harness
-            .checkpoints()
-            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
-        Ok(service
-            .turns(agent.session())
-            .await
-            .into_iter()
-            .map(|t| dsh_tui::rewind::TurnEntry {
-                turn: t.turn,
-                prompt: t.prompt,
-                changed_files: t.changed_files,
-            })
-            .collect())
-    }
-
-    async fn rewind(
-        &self,
-        agent: &dsh_agent::AgentRef,
-        turn: u64,
-        scope: dsh_tui::rewind::RewindScope,
-    ) -> Result<String, HostError> {
-        use dsh_checkpoint::{RewindMode, RewindRequest};
-        use dsh_tui::rewind::RewindScope;
-        let service = self
-            .harness
-            .checkpoints()
-            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
-        let mode = match scope {
-            RewindScope::Both => RewindMode::Both,
-            RewindScope::Files => RewindMode::FilesOnly,
-            RewindScope::Conversation => RewindMode::ConversationOnly,
-        };
-        let request = RewindRequest {
-            to_turn: turn,
-            mode,
-            force: false,
-        };
-        service
-            .rewind(agent.session(), request)
-            .await
-            .map(|report| {
-                crate::sessions::describe_rewind(turn, &report)
-                    .trim_end()
-                    .to_owned()
-            })
-            .map_err(|e| HostError(e.to_string()))
     }
 }
 
@@ -342,7 +143,7 @@ async fn tui(
             }
         }
     };
-    let host = Arc::new(Host { harness, cwd });
+    let host = Arc::new(HarnessHost::new(harness, cwd));
     let options = TuiOptions {
         resume,
         history: Some(history),
@@ -351,7 +152,7 @@ async fn tui(
     // The UI reads Ctrl-C as a key; SIGTERM still ends dsh.
     signals.interactive();
     let result = dsh_tui::run(host.clone(), options).await;
-    host.harness
+    host.harness()
         .shutdown_by(tokio::time::Instant::now() + DRAIN)
         .await;
     let exit = result?;

@@ -362,8 +362,14 @@ fn the_status_line_and_mode_say_what_the_session_runs_under() {
     // A switch shows at once, in the status line too.
     tui.type_line("/mode auto");
     tui.wait_for("mode: read-only · auto · network");
-    let status = tui.screen().lines().last().unwrap().to_owned();
-    assert!(status.contains("read-only · auto"), "{status}");
+    // The frame may still be arriving: the status line is drawn after the transcript.
+    tui.wait("the status line to say auto", |s| {
+        s.contents()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .contains("read-only · auto")
+    });
     tui.type_line("/mode sometimes");
     tui.wait_for("unknown approval policy `sometimes`");
     tui.type_line("/exit");

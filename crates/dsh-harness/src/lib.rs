@@ -64,6 +64,7 @@ mod session_ref;
 mod storage;
 mod store;
 mod switch;
+pub mod usage;
 mod workspace;
 
 pub use agent_setup::AgentSpec;

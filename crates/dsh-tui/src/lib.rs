@@ -1,8 +1,9 @@
 //! `dsh-tui`: the full-screen terminal UI, a front end beside `dsh-acp`.
 //!
 //! It drives agents only through the [`dsh_agent::Agent`] interface (`followup`, `steer`,
-//! `cancel`) and the `session/event` feed; the composition root implements [`TuiHost`] for it
-//! (create, resume and list sessions, settings). Everything on screen is built from log events,
+//! `cancel`) and the `session/event` feed; its host ([`TuiHost`]: create, resume and list
+//! sessions, settings) is [`HarnessHost`] over the session core, or another implementation in
+//! tests and embedders. Everything on screen is built from log events,
 //! never from what was typed, so a live transcript and a resumed one are the same.
 //!
 //! Module map: [`host`] (what the composition root provides), [`terminal`] (entering and always
@@ -22,6 +23,7 @@ pub mod diff;
 mod dispatch;
 mod export;
 pub mod files;
+mod harness_host;
 pub mod highlight;
 pub mod host;
 pub mod markdown;
@@ -36,6 +38,7 @@ pub mod view;
 pub mod wrap;
 
 pub use approval::TuiApprover;
+pub use harness_host::HarnessHost;
 pub use host::{
     ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
     TuiHost,

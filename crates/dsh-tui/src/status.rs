@@ -136,16 +136,4 @@ pub fn cost_report(usage: &Usage, info: &HostInfo) -> String {
     text
 }
 
-/// `1234567` as `1,234,567`: counts people read at a glance (pasted characters, tokens in
-/// the chat's and `dsh run`'s usage line).
-pub fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use dsh_harness::usage::group_thousands;

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod anthropic;
+mod attachments;
 mod binary;
 mod bounded;
 mod gate;
@@ -56,6 +57,7 @@ pub mod sse;
 mod tree;
 pub mod validity;
 
+pub use attachments::{MemoryAttachments, TINY_PNG};
 pub use binary::dsh_binary;
 pub use bounded::{BOUND, bounded};
 pub use gate::{Gate, Hold};

@@ -134,6 +134,10 @@ pub struct RunArgs {
     /// requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the task; repeat for more. The model must
+    /// read images (`dsh config show` says which do).
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
 }
 
 /// Output formats of `dsh run`.

@@ -194,10 +194,10 @@ fn advertise_commands(bridge: &Bridge, id: &SessionId) {
     }
 }
 
-/// `session/set_config_option`: the session's model.
-fn set_config_option(
-    bridge: &Bridge,
-    request: &SetSessionConfigOptionRequest,
+/// `session/set_config_option`: the session's model, answered once the choice is on disk.
+async fn set_config_option(
+    bridge: Arc<Bridge>,
+    request: SetSessionConfigOptionRequest,
 ) -> Result<SetSessionConfigOptionResponse, Error> {
     let id = SessionId::new(&*request.session_id.0);
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
@@ -211,9 +211,9 @@ fn set_config_option(
         .value
         .as_value_id()
         .ok_or_else(|| invalid("the model option takes a value id"))?;
-    models::choose(bridge, &record.state, &value.0)?;
+    models::choose_durably(&bridge, &record, &value.0).await?;
     Ok(SetSessionConfigOptionResponse::new(models::config_options(
-        bridge,
+        &bridge,
         &record.state,
     )))
 }
@@ -360,7 +360,7 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-            reply(responder, set_config_option(&b, &request));
+            answer(&b, responder, set_config_option(b.clone(), request));
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),

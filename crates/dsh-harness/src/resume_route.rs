@@ -4,10 +4,12 @@
 //! model must not be sent to DeepSeek on resume (a privacy leak) or fail for want of its key,
 //! so every front end that resumes a session (`dsh run --resume`, the chat's and the terminal
 //! UI's `/resume`, an editor's `session/load`) selects the provider and model the session last
-//! used (its latest `request/context`, else its latest `request/header`) unless the person
-//! named others (`--provider`/`--model`), in which case the front end is told so.
+//! used (its latest `request/context`, else its latest `request/header`) or was last told to
+//! use (a `model/chosen` later than both: an editor's model select with no request since)
+//! unless the person named others (`--provider`/`--model`), in which case the front end is
+//! told so.
 
-use dsh_session::{EventKind, SessionEvent, SessionId};
+use dsh_session::{EventKind, ModelChosen, SessionEvent, SessionId};
 
 use crate::config::Overrides;
 use crate::store::Store;
@@ -21,10 +23,14 @@ pub struct Route {
     pub model: String,
 }
 
-/// The route recorded in `events`: the latest `request/context`, else the latest
-/// `request/header`'s configuration.
+/// The route recorded in `events`: the latest `request/context`, `request/header`
+/// configuration or `model/chosen`, whichever came last.
 pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
     events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Other { .. } => ModelChosen::of(e).map(|c| Route {
+            provider: c.provider,
+            model: c.model,
+        }),
         EventKind::RequestContext(c) => Some(Route {
             provider: c.provider.clone(),
             model: c.model.clone(),
@@ -119,6 +125,46 @@ mod tests {
         assert_eq!(o.provider.as_deref(), Some("local"));
         assert_eq!(o.model.as_deref(), Some("big"));
         assert!(notice.is_some());
+    }
+
+    fn event(kind: EventKind) -> SessionEvent {
+        SessionEvent {
+            seq: 0,
+            time: 0,
+            kind,
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        }
+    }
+
+    fn context(p: &str, m: &str) -> SessionEvent {
+        event(EventKind::RequestContext(dsh_session::RequestContext {
+            provider: p.into(),
+            model: m.into(),
+            context_window: None,
+        }))
+    }
+
+    fn chosen(p: &str, m: &str) -> SessionEvent {
+        let choice = ModelChosen {
+            provider: p.into(),
+            model: m.into(),
+        };
+        event(choice.draft().kind)
+    }
+
+    #[test]
+    fn a_model_chosen_after_the_last_request_is_the_route_and_a_later_request_overrides_it() {
+        let events = [context("deepseek", "flash"), chosen("deepseek", "pro")];
+        assert_eq!(route_of(&events), Some(route("deepseek", "pro")));
+        let events = [chosen("deepseek", "pro"), context("deepseek", "flash")];
+        assert_eq!(route_of(&events), Some(route("deepseek", "flash")));
+        assert_eq!(
+            route_of(&[chosen("local", "qwen")]),
+            Some(route("local", "qwen")),
+            "a choice before any request is the route too"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod header;
 pub mod ids;
 pub mod lossless;
 pub mod message;
+pub mod model_choice;
 pub mod persistence;
 mod phrases;
 pub mod relations;
@@ -42,6 +43,7 @@ pub use ids::{CallId, MessageId, SessionId};
 pub use message::{
     ContentBlock, ImageRef, Message, MessageSource, NOTICE_SUMMARY_CHARS, Role, clip_chars,
 };
+pub use model_choice::ModelChosen;
 pub use persistence::{
     Persistence, PersistenceError, SessionListing, SessionLocation, SessionSummary, StoredSession,
 };

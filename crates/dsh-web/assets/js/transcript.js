@@ -1,0 +1,137 @@
+// The conversation: the person's messages, the agent's answers (Markdown), its reasoning
+// (collapsed), and a card per tool call with its output and diffs.
+//
+// A long session is thousands of items, so the transcript shows the newest ones and adds
+// older ones in pages as the reader scrolls up (keeping what is on screen in place), and
+// every item is memoised on its revision: a streaming answer re-renders one item per frame.
+import { useState, useRef, useEffect, useLayoutEffect } from '../vendor/hooks.module.js';
+import { html, memo } from './util.js';
+import { markdown } from './markdown.js';
+import { unified } from './diff.js';
+
+const PAGE = 60;
+
+const STATUS = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+
+function Diff({ block }) {
+  const hunks = unified(block.oldText ?? '', block.newText ?? '');
+  return html`<div class="diff">
+    <div class="diff-path">${block.oldText == null ? 'new file ' : ''}${block.path}</div>
+    ${hunks.length ? hunks.map((hunk) => html`<table class="hunk">
+      <tbody>${hunk.lines.map(([op, text, o, n]) => html`<tr class=${op === '+' ? 'add' : op === '-' ? 'del' : 'ctx'}>
+        <td class="ln">${o ?? ''}</td><td class="ln">${n ?? ''}</td><td class="op">${op}</td><td class="text">${text}</td>
+      </tr>`)}</tbody>
+    </table>`) : html`<p class="muted">no change</p>`}
+  </div>`;
+}
+
+export function ContentBlocks({ content }) {
+  return (content ?? []).map((block, i) => {
+    if (block.type === 'diff') return html`<${Diff} key=${i} block=${block} />`;
+    if (block.type === 'content' && block.content?.type === 'text') {
+      return html`<div class="md" key=${i}>${markdown(block.content.text)}</div>`;
+    }
+    if (block.type === 'terminal') return html`<p class="muted" key=${i}>(terminal ${block.terminalId})</p>`;
+    return null;
+  });
+}
+
+// The command a call runs, when its input names one (shown on the card's face).
+export function commandOf(item) {
+  return typeof item.rawInput?.command === 'string' ? item.rawInput.command : null;
+}
+
+function ToolCard({ item }) {
+  const [open, setOpen] = useState(true);
+  const status = item.status ?? 'pending';
+  const command = commandOf(item);
+  return html`<div class=${`tool ${status}`} data-tool=${item.id} data-status=${status}>
+    <button type="button" class="tool-head" onClick=${() => setOpen(!open)} aria-expanded=${open}>
+      <span class="tool-status" title=${status}>${STATUS[status] ?? '○'}</span>
+      <span class="tool-kind">${item.toolKind ?? 'tool'}</span>
+      <span class=${`tool-title${item.toolKind === 'execute' ? ' mono' : ''}`}>${item.title || 'tool call'}</span>
+    </button>
+    ${open && html`<div class="tool-body">
+      ${command && command !== item.title ? html`<pre class="command">$ ${command}</pre>` : null}
+      <${ContentBlocks} content=${item.content} />
+    </div>`}
+  </div>`;
+}
+
+function Thought({ item }) {
+  const first = item.text.trim().split('\n')[0].slice(0, 120);
+  return html`<details class="thought">
+    <summary>Thinking <span class="muted">${first}</span></summary>
+    <div class="md">${markdown(item.text)}</div>
+  </details>`;
+}
+
+function Item({ item }) {
+  switch (item.kind) {
+    case 'user':
+      return html`<div class=${`msg user${item.steer ? ' steer' : ''}`}>${item.steer ? html`<span class="tag">steer</span>` : null}${item.text}</div>`;
+    case 'agent':
+      return html`<div class="msg agent md">${markdown(item.text)}</div>`;
+    case 'thought':
+      return html`<${Thought} item=${item} />`;
+    case 'tool':
+      return html`<${ToolCard} item=${item} />`;
+    case 'note':
+      return html`<div class=${`note${item.error ? ' error' : ''}`}>${item.text}</div>`;
+    default:
+      return null;
+  }
+}
+
+const MemoItem = memo(Item, (a, b) => a.item === b.item && a.rev === b.rev);
+
+export function Transcript({ view }) {
+  const [shown, setShown] = useState(PAGE);
+  const scroller = useRef(null);
+  const sentinel = useRef(null);
+  const stick = useRef(true);
+  const anchor = useRef(null);
+  const count = view.items.length;
+  const start = Math.max(0, count - shown);
+
+  // Follow the bottom while the reader is there.
+  const onScroll = () => {
+    const el = scroller.current;
+    stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (anchor.current != null) {
+      // Older items were added above: keep the same content on screen.
+      el.scrollTop = el.scrollHeight - anchor.current;
+      anchor.current = null;
+    } else if (stick.current) {
+      el.scrollTop = el.scrollHeight;
+    }
+  });
+  useEffect(() => {
+    setShown(PAGE);
+    stick.current = true;
+  }, [view.id]);
+  useEffect(() => {
+    if (!sentinel.current) return undefined;
+    const io = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        anchor.current = scroller.current.scrollHeight - scroller.current.scrollTop;
+        setShown((s) => s + PAGE);
+      }
+    }, { root: scroller.current });
+    io.observe(sentinel.current);
+    return () => io.disconnect();
+  }, [start > 0, view.id]);
+
+  return html`<div class="scroll" ref=${scroller} onScroll=${onScroll}>
+    <div class="transcript" data-items=${count}>
+      ${start > 0 ? html`<div class="older" ref=${sentinel}>${start} earlier items…</div>` : null}
+      ${view.items.slice(start).map((item, i) => html`<${MemoItem} key=${start + i} item=${item} rev=${item.rev} />`)}
+      ${view.loading ? html`<p class="muted">Loading the session…</p>` : null}
+      ${view.error ? html`<p class="error">${view.error}</p>` : null}
+      ${view.busy ? html`<div class="working"><span class="spinner"></span> Working…</div>` : null}
+    </div>
+  </div>`;
+}

@@ -12,7 +12,7 @@ use dsh_harness::config::{Overrides, Settings, Source, Sourced, process_env};
 use dsh_harness::{DRAIN, FrontEnd, Harness, HarnessOptions};
 use tokio::time::Instant;
 
-use crate::signals::Signals;
+use crate::signals::{Signals, Stop};
 
 /// The bridge's options for a front end serving ACP over `harness` (`dsh acp`, `dsh web`).
 /// `never_ask` turns the client's own per-call prompt off (`--auto-approve`, or a guard policy
@@ -65,7 +65,8 @@ where
     let outcome = tokio::select! {
         result = &mut served => {
             let code = match result {
-                Ok(()) => 0,
+                // The stop future fired first and the server was quicker than the select.
+                Ok(()) => signals.received().map_or(0, Stop::exit_code),
                 Err(e) => {
                     eprintln!("dsh: {e}");
                     1

@@ -2,14 +2,15 @@
 // (collapsed), and a card per tool call with its output and diffs.
 //
 // A long session is thousands of items, so the transcript shows the newest ones and adds
-// older ones in pages as the reader scrolls up (keeping what is on screen in place), and
+// older ones in pages as the reader nears the top (keeping what is on screen in place), and
 // every item is memoised on its revision: a streaming answer re-renders one item per frame.
 import { useState, useRef, useEffect, useLayoutEffect } from '../vendor/hooks.module.js';
 import { html, memo } from './util.js';
 import { markdown } from './markdown.js';
 import { unified } from './diff.js';
 
-const PAGE = 60;
+// Items added per page; small enough that adding a page stays a short task.
+const PAGE = 40;
 
 const STATUS = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
 
@@ -88,47 +89,46 @@ const MemoItem = memo(Item, (a, b) => a.item === b.item && a.rev === b.rev);
 export function Transcript({ view }) {
   const [shown, setShown] = useState(PAGE);
   const scroller = useRef(null);
-  const sentinel = useRef(null);
   const stick = useRef(true);
   const anchor = useRef(null);
   const count = view.items.length;
-  const start = Math.max(0, count - shown);
+  // While a session loads its replay streams in: it is drawn once, when complete, rather than
+  // as a window sliding over thousands of items.
+  const start = view.loading ? 0 : Math.max(0, count - shown);
 
-  // Follow the bottom while the reader is there.
+  // Older items, added above what is on screen (which stays where it is).
+  const more = () => {
+    if (anchor.current != null) return;
+    const el = scroller.current;
+    anchor.current = el.scrollHeight - el.scrollTop;
+    setShown((s) => s + PAGE);
+  };
+  // Follow the bottom while the reader is there; near the top, show older items.
   const onScroll = () => {
     const el = scroller.current;
     stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    if (start > 0 && el.scrollTop < 300) more();
   };
   useLayoutEffect(() => {
     const el = scroller.current;
     if (anchor.current != null) {
-      // Older items were added above: keep the same content on screen.
       el.scrollTop = el.scrollHeight - anchor.current;
       anchor.current = null;
     } else if (stick.current) {
       el.scrollTop = el.scrollHeight;
     }
+    // Too little to scroll yet: show more until there is.
+    if (start > 0 && el.scrollHeight <= el.clientHeight) more();
   });
   useEffect(() => {
     setShown(PAGE);
     stick.current = true;
   }, [view.id]);
-  useEffect(() => {
-    if (!sentinel.current) return undefined;
-    const io = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting)) {
-        anchor.current = scroller.current.scrollHeight - scroller.current.scrollTop;
-        setShown((s) => s + PAGE);
-      }
-    }, { root: scroller.current });
-    io.observe(sentinel.current);
-    return () => io.disconnect();
-  }, [start > 0, view.id]);
 
   return html`<div class="scroll" ref=${scroller} onScroll=${onScroll}>
     <div class="transcript" data-items=${count}>
-      ${start > 0 ? html`<div class="older" ref=${sentinel}>${start} earlier items…</div>` : null}
-      ${view.items.slice(start).map((item, i) => html`<${MemoItem} key=${start + i} item=${item} rev=${item.rev} />`)}
+      ${start > 0 ? html`<button type="button" class="older link" onClick=${more}>${start} earlier items (scroll up or click)</button>` : null}
+      ${view.loading ? null : view.items.slice(start).map((item, i) => html`<${MemoItem} key=${start + i} item=${item} rev=${item.rev} />`)}
       ${view.loading ? html`<p class="muted">Loading the session…</p>` : null}
       ${view.error ? html`<p class="error">${view.error}</p>` : null}
       ${view.busy ? html`<div class="working"><span class="spinner"></span> Working…</div>` : null}

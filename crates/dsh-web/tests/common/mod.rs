@@ -4,6 +4,9 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod chromium;
+pub mod fixtures;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

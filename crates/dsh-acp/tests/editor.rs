@@ -272,73 +272,6 @@ async fn a_client_without_the_capabilities_gets_the_local_tools() {
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }
 
-#[tokio::test]
-async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on() {
-    let bin = binary();
-    let server = MockServer::start();
-    server
-        .push(MockResponse::text("one"))
-        .push(MockResponse::text("two"));
-    let mut child = spawn(&bin, &server).await;
-    let conn = child.conn();
-    conn.initialize().await;
-    let opened = conn
-        .cx
-        .send_request(NewSessionRequest::new(conn.cwd.clone()))
-        .block_task()
-        .await
-        .unwrap();
-    let id = opened.session_id.0.to_string();
-    let options = opened.config_options.unwrap();
-    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
-    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
-    let SessionConfigKind::Select(select) = &model.kind else {
-        panic!("{model:?}")
-    };
-    let SessionConfigSelectOptions::Ungrouped(offered) = &select.options else {
-        panic!("{select:?}")
-    };
-    let other = offered
-        .iter()
-        .find(|o| o.value != select.current_value)
-        .unwrap()
-        .value
-        .clone();
-    conn.prompt_now(&id, "first").await.unwrap();
-    let chosen = conn
-        .cx
-        .send_request(SetSessionConfigOptionRequest::new(
-            id.clone(),
-            "model",
-            other.clone(),
-        ))
-        .block_task()
-        .await
-        .unwrap();
-    assert!(format!("{:?}", chosen.config_options).contains(&*other.0));
-    conn.prompt_now(&id, "second").await.unwrap();
-    let models: Vec<String> = server
-        .requests()
-        .iter()
-        .map(|r| r.body["model"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(models[1], *other.0);
-    assert_ne!(models[0], models[1]);
-    // A model the session does not offer is refused.
-    let e = conn
-        .cx
-        .send_request(SetSessionConfigOptionRequest::new(
-            id.clone(),
-            "model",
-            "no-such-model",
-        ))
-        .block_task()
-        .await
-        .unwrap_err();
-    assert!(e.message.contains("unknown model"), "{}", e.message);
-    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
-}
-
 /// The current value of the `model` select among `options`, and the values it offers.
 fn model_select(
     options: &[agent_client_protocol::v1::schema::SessionConfigOption],
@@ -356,13 +289,9 @@ fn model_select(
     )
 }
 
-#[tokio::test]
-async fn a_chosen_model_is_durable_in_the_session_even_with_no_request_after_it() {
-    let bin = binary();
-    let server = MockServer::start();
-    server.push(MockResponse::text("one"));
-    let mut first = spawn(&bin, &server).await;
-    let conn = first.conn();
+/// Opens a session and reads its `model` select (category `model`): the session id, the
+/// model in use and another one it offers.
+async fn session_with_models(conn: &Conn) -> (String, String, String) {
     conn.initialize().await;
     let opened = conn
         .cx
@@ -370,9 +299,67 @@ async fn a_chosen_model_is_durable_in_the_session_even_with_no_request_after_it(
         .block_task()
         .await
         .unwrap();
-    let id = opened.session_id.0.to_string();
-    let (current, offered) = model_select(&opened.config_options.unwrap());
+    let options = opened.config_options.unwrap();
+    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
+    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
+    let (current, offered) = model_select(&options);
     let other = offered.into_iter().find(|m| *m != current).unwrap();
+    (opened.session_id.0.to_string(), current, other)
+}
+
+#[tokio::test]
+async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on() {
+    let bin = binary();
+    let server = MockServer::start();
+    server
+        .push(MockResponse::text("one"))
+        .push(MockResponse::text("two"));
+    let mut child = spawn(&bin, &server).await;
+    let conn = child.conn();
+    let (id, _, other) = session_with_models(conn).await;
+    conn.prompt_now(&id, "first").await.unwrap();
+    let chosen = conn
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            other.as_str(),
+        ))
+        .block_task()
+        .await
+        .unwrap();
+    assert!(format!("{:?}", chosen.config_options).contains(&other));
+    conn.prompt_now(&id, "second").await.unwrap();
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models[1], other);
+    assert_ne!(models[0], models[1]);
+    // A model the session does not offer is refused.
+    let e = conn
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            "no-such-model",
+        ))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("unknown model"), "{}", e.message);
+    assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn a_chosen_model_is_durable_in_the_session_even_with_no_request_after_it() {
+    let bin = binary();
+    let server = MockServer::start();
+    server.push(MockResponse::text("one"));
+    let mut first = spawn(&bin, &server).await;
+    let conn = first.conn();
+    let (id, _, other) = session_with_models(conn).await;
     ends_turn(conn, &id, "first").await;
     conn.cx
         .send_request(SetSessionConfigOptionRequest::new(

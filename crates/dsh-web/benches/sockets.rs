@@ -115,7 +115,10 @@ async fn main() {
     let server = MockServer::start();
     let acp = acp_figure(&server).await;
     let (idle, open, sessions, peak) = web_figures(&server).await;
-    println!("dsh acp, one editor with one session: {:.1} MiB resident", mib(acp));
+    println!(
+        "dsh acp, one editor with one session: {:.1} MiB resident",
+        mib(acp)
+    );
     println!("dsh web, idle: {:.1} MiB resident", mib(idle));
     println!(
         "dsh web, {SOCKETS} WebSockets open and initialized: {:.1} MiB (+{:.1} MiB over idle, {:.1} KiB each)",

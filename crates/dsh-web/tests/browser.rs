@@ -11,8 +11,8 @@ mod common;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use chromiumoxide::page::ScreenshotParams;
-use common::chromium::{Chromium, call, click, eval, type_into, until};
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use common::chromium::{Chromium, call, click, eval, screenshot, type_into, until};
 use common::fixtures::write_session;
 use common::*;
 use dsh_testkit::{MockResponse, MockServer, bounded};
@@ -129,6 +129,7 @@ async fn a_person_sees_the_stored_sessions_and_works_in_a_new_one_with_approvals
         "document.querySelector('.approval')?.innerText.includes('echo hi-from-bash')",
     )
     .await;
+    screenshot(&page, "dsh-web-approval").await;
     click(&page, ".approval [data-option='allow-once']").await;
     until(
         &page,
@@ -145,11 +146,7 @@ async fn a_person_sees_the_stored_sessions_and_works_in_a_new_one_with_approvals
         "!document.querySelector('#stop') && document.querySelector('#send')",
     )
     .await;
-    let screenshot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dsh-web-session.png");
-    bounded(page.save_screenshot(ScreenshotParams::builder().build(), &screenshot))
-        .await
-        .unwrap();
-    println!("screenshot: {}", screenshot.display());
+    screenshot(&page, "dsh-web-session").await;
 
     // A held answer, stopped.
     type_into(&page, "#prompt", "write a long essay").await;
@@ -167,6 +164,23 @@ async fn a_person_sees_the_stored_sessions_and_works_in_a_new_one_with_approvals
     )
     .await;
     until(&page, "document.querySelector('#send')").await;
+
+    // A narrow window: the sidebar folds into a menu.
+    bounded(page.execute(SetDeviceMetricsOverrideParams::new(400, 760, 1.0, true)))
+        .await
+        .unwrap();
+    until(
+        &page,
+        "document.querySelector('.sidebar').getBoundingClientRect().right <= 0",
+    )
+    .await;
+    click(&page, ".bar .menu").await;
+    until(
+        &page,
+        "document.querySelector('.sidebar').getBoundingClientRect().left >= 0",
+    )
+    .await;
+    screenshot(&page, "dsh-web-narrow").await;
 
     let requests = server.requests();
     assert_eq!(
@@ -229,7 +243,7 @@ async fn figures_page_ready_with_1000_sessions_and_a_500_turn_transcript() {
     )
     .await;
     // Again with the files in the browser's cache (revalidated by their ETags).
-    eval(&page, "location.reload(); true").await;
+    bounded(page.reload()).await.unwrap();
     let reload = until(&page, "window.__dsh && window.__dsh.ready").await;
     let marks = eval(&page, "JSON.stringify(window.__dsh.marks)").await;
     println!(
@@ -247,7 +261,7 @@ async fn figures_page_ready_with_1000_sessions_and_a_500_turn_transcript() {
     )
     .await;
     // Scroll to the start, page by page, as a reader would: each time the top is reached,
-    // older items are added above (waiting at most 2 s of frames for each page).
+    // older items are added above (waiting at most 20 s for each page).
     let scrolled = call(
         &page,
         "async () => {
@@ -260,7 +274,8 @@ async fn figures_page_ready_with_1000_sessions_and_a_500_turn_transcript() {
             while (document.querySelector('.older')) {
                 const before = count();
                 scroller.scrollTop = 0;
-                for (let i = 0; i < 120 && count() === before; i++) await frame();
+                const waited = performance.now();
+                while (count() === before && performance.now() - waited < 20000) await frame();
                 await frame();
                 if (count() === before) return [performance.now() - start, pages, false];
                 pages++;

@@ -5,6 +5,15 @@ import { html } from './util.js';
 import { prompt, steer, enqueue, unqueue, cancel, answerAsk } from './store.js';
 import { ContentBlocks, commandOf } from './transcript.js';
 
+// What the approval card asks, by the kind of call.
+const QUESTION = {
+  execute: 'Run this command?',
+  edit: 'Make this change?',
+  delete: 'Delete this?',
+  move: 'Move this?',
+  fetch: 'Fetch this?',
+};
+
 const PLAN_MARK = { pending: '☐', in_progress: '◐', completed: '☑' };
 
 function Plan({ plan }) {
@@ -28,7 +37,7 @@ function Approval({ view, ask }) {
   const deny = () => answerAsk(view, ask, reject?.optionId ?? 'reject-once', reason.trim());
   return html`<div class="approval" data-ask=${String(ask.id)}>
     <div class="approval-head">
-      <strong>Allow ${call.kind ?? 'this call'}?</strong>
+      <strong>${QUESTION[call.kind] ?? 'Allow this call?'}</strong>
       <span class=${call.kind === 'execute' ? 'mono' : ''}>${call.title}</span>
     </div>
     ${command && command !== call.title ? html`<pre class="command">$ ${command}</pre>` : null}

@@ -52,10 +52,10 @@ function ToolCard({ item }) {
       <span class="tool-kind">${item.toolKind ?? 'tool'}</span>
       <span class=${`tool-title${item.toolKind === 'execute' ? ' mono' : ''}`}>${item.title || 'tool call'}</span>
     </button>
-    ${open && html`<div class="tool-body">
+    ${open && ((command && command !== item.title) || item.content?.length) ? html`<div class="tool-body">
       ${command && command !== item.title ? html`<pre class="command">$ ${command}</pre>` : null}
       <${ContentBlocks} content=${item.content} />
-    </div>`}
+    </div>` : null}
   </div>`;
 }
 

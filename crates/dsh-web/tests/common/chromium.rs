@@ -122,6 +122,14 @@ pub async fn until(page: &Page, expression: &str) -> Value {
     .await
 }
 
+/// Saves what `page` shows as `CARGO_TARGET_TMPDIR/name.png` and prints where.
+pub async fn screenshot(page: &Page, name: &str) {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.png"));
+    let params = chromiumoxide::page::ScreenshotParams::builder().build();
+    bounded(page.save_screenshot(params, &path)).await.unwrap();
+    println!("screenshot: {}", path.display());
+}
+
 /// Clicks the element `selector` names (the first).
 pub async fn click(page: &Page, selector: &str) {
     let element = bounded(page.find_element(selector))

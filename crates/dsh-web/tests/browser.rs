@@ -24,8 +24,21 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-fn url(web: &Web) -> String {
-    format!("http://{}/?token={TOKEN}", web.addr)
+/// `dsh web` over the sessions in `home`, and Chromium on the URL it printed.
+async fn open_page(
+    server: &MockServer,
+    home: tempfile::TempDir,
+) -> (Web, Chromium, chromiumoxide::Page) {
+    let launch = Launch {
+        home: Some(home),
+        ..Launch::default()
+    };
+    let web = start_with(server, launch).await;
+    let chromium = Chromium::launch().await;
+    let page = chromium
+        .open(&format!("http://{}/?token={TOKEN}", web.addr))
+        .await;
+    (web, chromium, page)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,16 +75,7 @@ async fn a_person_sees_the_stored_sessions_and_works_in_a_new_one_with_approvals
         1,
         now_ms() - 30_000,
     );
-    let web = start_with(
-        &server,
-        Launch {
-            home: Some(home),
-            ..Launch::default()
-        },
-    )
-    .await;
-    let chromium = Chromium::launch().await;
-    let page = chromium.open(&url(&web)).await;
+    let (web, chromium, page) = open_page(&server, home).await;
 
     // The stored sessions, newest first, grouped by directory.
     until(&page, "document.querySelectorAll('.session').length === 2").await;
@@ -226,16 +230,7 @@ async fn figures_page_ready_with_1000_sessions_and_a_500_turn_transcript() {
         500,
         now_ms(),
     );
-    let web = start_with(
-        &server,
-        Launch {
-            home: Some(home),
-            ..Launch::default()
-        },
-    )
-    .await;
-    let chromium = Chromium::launch().await;
-    let page = chromium.open(&url(&web)).await;
+    let (web, chromium, page) = open_page(&server, home).await;
     let first = until(&page, "window.__dsh && window.__dsh.ready").await;
     until(
         &page,

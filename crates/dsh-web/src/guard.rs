@@ -7,8 +7,8 @@
 //!    the server through the person's browser.
 //! 3. The token ([`Token`]), else 401: as `Authorization: Bearer TOKEN` (programs), or as the
 //!    `HttpOnly; SameSite=Strict` cookie the server sets when the page is opened with
-//!    `?token=TOKEN` (browsers; the answer is a redirect to the same path without the token,
-//!    so it leaves the address bar and the history).
+//!    `?token=TOKEN` (browsers; the answer moves on to the same path without the token, so it
+//!    leaves the address bar and the history).
 //!
 //! Nothing answers cross-origin requests (no CORS headers, ever), and every answer carries
 //! headers that keep the page out of frames, its address out of `Referer`, and scripts to the
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{
-    AUTHORIZATION, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, HOST, LOCATION, ORIGIN,
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, HOST, ORIGIN,
     REFERRER_POLICY, SET_COOKIE, UPGRADE, WWW_AUTHENTICATE, X_CONTENT_TYPE_OPTIONS,
     X_FRAME_OPTIONS,
 };
@@ -51,7 +51,7 @@ pub(crate) enum Verdict {
     Pass,
     /// Refused with this status and reason.
     Refuse(StatusCode, &'static str),
-    /// Opened with the right `?token=`: set the cookie and redirect here.
+    /// Opened with the right `?token=`: set the cookie and move on to this path.
     Admit(String),
 }
 
@@ -117,6 +117,43 @@ fn query_token(uri: &Uri) -> Option<&str> {
         .map(|(_, value)| value)
 }
 
+/// The answer to a page opened with the right `?token=`: the cookie, and a page that moves on
+/// to the same path without the token.
+///
+/// Not a `303`: the cookie is `SameSite=Strict`, and a browser does not send such a cookie on
+/// a navigation another site started (the mode-0600 opener page dsh hands to the desktop is a
+/// `file:` page; a link in a chat is another site), redirects included, so the page behind a
+/// redirect would be refused. A navigation this page starts itself is same-site. The `meta`
+/// refresh replaces the history entry, so the token leaves the history too; `Referrer-Policy:
+/// no-referrer` keeps it out of the next request.
+fn admit(access: &Access, path: &str) -> Response {
+    let escaped = path
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    let page = format!(
+        "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={escaped}\">\
+         <title>dsh</title><a href=\"{escaped}\">Continue to dsh</a>\n"
+    );
+    let mut response = Response::new(Body::from(page));
+    let cookie = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        access.cookie,
+        access.token.expose()
+    );
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The token is URL-safe by construction (Token::given): always a valid header value.
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        headers.insert(SET_COOKIE, cookie);
+    }
+    response
+}
+
 /// The middleware: judges, then serves or refuses, and hardens every answer.
 pub(crate) async fn check(
     State(access): State<Arc<Access>>,
@@ -140,24 +177,7 @@ pub(crate) async fn check(
             }
             response
         }
-        Verdict::Admit(path) => {
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = StatusCode::SEE_OTHER;
-            let cookie = format!(
-                "{}={}; HttpOnly; SameSite=Strict; Path=/",
-                access.cookie,
-                access.token.expose()
-            );
-            let headers = response.headers_mut();
-            // The token is URL-safe by construction (Token::given), so both are valid values.
-            if let (Ok(cookie), Ok(path)) =
-                (HeaderValue::from_str(&cookie), HeaderValue::from_str(&path))
-            {
-                headers.insert(SET_COOKIE, cookie);
-                headers.insert(LOCATION, path);
-            }
-            response
-        }
+        Verdict::Admit(path) => admit(&access, &path),
     };
     let headers = response.headers_mut();
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

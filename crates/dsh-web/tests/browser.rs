@@ -24,20 +24,63 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// How the browser gets to the page.
+enum Entry {
+    /// The printed URL, typed or pasted.
+    Url,
+    /// A link on another site (a page at `localhost` on another port; `127.0.0.1` is a
+    /// different site) that moves on to the URL: a navigation another site starts, as a link
+    /// in a chat or `dsh web`'s `file:` opener page is.
+    OtherSite,
+}
+
+/// Serves `page` to every request on a port of `localhost`, until the test ends.
+async fn serve_elsewhere(page: String) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let page = page.clone();
+            tokio::spawn(async move {
+                // One request per connection; its head is all that matters.
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{page}",
+                    page.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://localhost:{port}/")
+}
+
 /// `dsh web` over the sessions in `home`, and Chromium on the URL it printed.
 async fn open_page(
     server: &MockServer,
     home: tempfile::TempDir,
+    entry: Entry,
 ) -> (Web, Chromium, chromiumoxide::Page) {
     let launch = Launch {
         home: Some(home),
         ..Launch::default()
     };
     let web = start_with(server, launch).await;
+    let url = format!("http://{}/?token={TOKEN}", web.addr);
     let chromium = Chromium::launch().await;
-    let page = chromium
-        .open(&format!("http://{}/?token={TOKEN}", web.addr))
-        .await;
+    let page = match entry {
+        Entry::Url => chromium.open(&url).await,
+        Entry::OtherSite => {
+            let link = serve_elsewhere(format!(
+                "<!doctype html><meta http-equiv=refresh content=\"0;url={url}\">"
+            ))
+            .await;
+            chromium.open(&link).await
+        }
+    };
     (web, chromium, page)
 }
 
@@ -75,7 +118,7 @@ async fn a_person_sees_the_stored_sessions_and_works_in_a_new_one_with_approvals
         1,
         now_ms() - 30_000,
     );
-    let (web, chromium, page) = open_page(&server, home).await;
+    let (web, chromium, page) = open_page(&server, home, Entry::OtherSite).await;
 
     // The stored sessions, newest first, grouped by directory.
     until(&page, "document.querySelectorAll('.session').length === 2").await;
@@ -230,7 +273,7 @@ async fn figures_page_ready_with_1000_sessions_and_a_500_turn_transcript() {
         500,
         now_ms(),
     );
-    let (web, chromium, page) = open_page(&server, home).await;
+    let (web, chromium, page) = open_page(&server, home, Entry::Url).await;
     let first = until(&page, "window.__dsh && window.__dsh.ready").await;
     until(
         &page,

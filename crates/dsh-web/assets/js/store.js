@@ -224,13 +224,15 @@ function adopt(view, answer) {
   view.loading = false;
 }
 
-// Shows a session: a session this page has open already is shown as it is; another is
-// loaded (the agent replays it, or the server joins this page to a session another tab has).
+// Shows a session: a session this page has open already is shown as it is; another (or one
+// that was closed or failed to load) is loaded: the agent replays it, or the server joins this
+// page to a session another tab has open.
 export async function openSession(info) {
   const s = store.state;
   s.current = info.sessionId;
   s.sidebar = false;
-  if (s.views.has(info.sessionId)) {
+  const open = s.views.get(info.sessionId);
+  if (open && !open.closed && !open.error) {
     store.changed();
     return;
   }

@@ -9,8 +9,10 @@ import { html, memo } from './util.js';
 import { markdown } from './markdown.js';
 import { unified } from './diff.js';
 
-// Items added per page; small enough that adding a page stays a short task.
-const PAGE = 40;
+// Items drawn when a session opens, and added per page as the reader nears the top: small
+// enough that drawing a page stays a short task (each item is Markdown to parse and lay out).
+const FIRST = 30;
+const PAGE = 12;
 
 const STATUS = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
 
@@ -87,7 +89,7 @@ function Item({ item }) {
 const MemoItem = memo(Item, (a, b) => a.item === b.item && a.rev === b.rev);
 
 export function Transcript({ view }) {
-  const [shown, setShown] = useState(PAGE);
+  const [shown, setShown] = useState(FIRST);
   const scroller = useRef(null);
   const stick = useRef(true);
   const anchor = useRef(null);
@@ -121,7 +123,7 @@ export function Transcript({ view }) {
     if (start > 0 && el.scrollHeight <= el.clientHeight) more();
   });
   useEffect(() => {
-    setShown(PAGE);
+    setShown(FIRST);
     stick.current = true;
   }, [view.id]);
 

@@ -4,10 +4,10 @@
 //!
 //! The choice is per session and applies from the next model request on: an `agent/request`
 //! listener scoped to the session's agent swaps the model of every call it makes (the
-//! provider stays the session's own). It is durable: a `model/chosen` event records it, so a
-//! session loaded again (here, in `dsh run --resume`, in the terminal UI) keeps it even when
-//! no request went out after the choice; the resume-route rule reads the latest of that event
-//! and the requests' own records.
+//! provider stays the session's own). It is durable: a `route/switched` event records it (the
+//! record the terminal UI's `/model` writes too), so a session loaded again (here, in `dsh run
+//! --resume`, in the terminal UI) keeps it even when no request went out after the choice; the
+//! resume-route rule reads the latest of that event and the requests' own records.
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use agent_client_protocol::v1::schema::{
 use dsh_agent::events::AgentRequest;
 use dsh_kernel::{BoxError, Context};
 use dsh_llm::Llm;
-use dsh_session::ModelChosen;
+use dsh_session::RouteSwitched;
 
 use crate::bridge::Bridge;
 use crate::errors::{internal, invalid};
@@ -96,7 +96,7 @@ pub(crate) fn describe(bridge: &Bridge, state: &SessionState) -> String {
 }
 
 /// Chooses `model` for the session: it must be one the session offers. The choice is appended
-/// to the session's log (`model/chosen`); it reaches the disk with the next flush (the loop
+/// to the session's log (`route/switched`); it reaches the disk with the next flush (the loop
 /// flushes before every request, teardown flushes too), or at once through [`choose_durably`].
 pub(crate) fn choose(bridge: &Bridge, record: &SessionRecord, model: &str) -> Result<(), Error> {
     let state = &record.state;
@@ -111,7 +111,7 @@ pub(crate) fn choose(bridge: &Bridge, record: &SessionRecord, model: &str) -> Re
         )));
     }
     if let Some(provider) = &state.route().provider {
-        let choice = ModelChosen {
+        let choice = RouteSwitched {
             provider: provider.clone(),
             model: model.to_owned(),
         };

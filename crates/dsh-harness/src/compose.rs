@@ -18,7 +18,9 @@ use dsh_guard::{ApprovalPolicy, SandboxMode};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{Context, PluginHandle};
 use dsh_prompt::{Section, SystemPromptConfig};
+use dsh_session::Attachments;
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
+use dsh_store_jsonl::FileAttachments;
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 
@@ -27,6 +29,7 @@ use crate::error::HarnessError;
 use crate::planner::Planner;
 use crate::routes::Routes;
 use crate::store::Store;
+use crate::switch::SessionChoices;
 
 /// How long a front end waits for its agents to stop, drain and flush once a person asked
 /// dsh to exit; past it dsh exits anyway (with a warning).
@@ -111,6 +114,7 @@ pub struct Harness {
     pub(crate) planner: Arc<Planner>,
     pub(crate) front_end: FrontEnd,
     pub(crate) approval: ApprovalPolicy,
+    pub(crate) choices: Arc<SessionChoices>,
     executor: Arc<LocalShellExecutor>,
     routes: Routes,
     notices: Vec<String>,
@@ -209,6 +213,13 @@ impl Harness {
         .await
         .map_err(|e| HarnessError::start("start the agent loop", e))?;
         let routes = Routes::register(&core.llm, &settings)?;
+        // Images live beside the session files (with PostgreSQL too: the database keeps the
+        // events, this directory their images), read back for every request that carries one.
+        let attachments: Arc<dyn Attachments> =
+            Arc::new(FileAttachments::beside_sessions(&settings.sessions_root()));
+        ctx.provide::<dyn Attachments>(attachments.clone())
+            .map_err(|e| HarnessError::start("provide the attachment store", e))?;
+        core.llm.set_attachments(attachments);
         // Every front end compacts: long sessions survive the model's window.
         let compaction = ctx
             .plugin(CompactionPlugin::new(settings.compaction.clone()))
@@ -264,6 +275,9 @@ impl Harness {
         // Front ends that create agents themselves (the ACP bridge) plan them here too.
         ctx.provide::<dyn AgentPlanner>(planner.clone())
             .map_err(|e| HarnessError::start("provide the agent planner", e))?;
+        // After the guard (which provides the per-session approval policies it clears).
+        let choices = Arc::new(SessionChoices::default());
+        choices.install(&ctx)?;
         // Only now is the harness complete: config-declared agents may run their first turn.
         if options.front_end.long_lived() {
             core.agent_loop.start_configured().await;
@@ -276,6 +290,7 @@ impl Harness {
             planner,
             front_end: options.front_end,
             approval,
+            choices,
             executor,
             routes,
             notices,

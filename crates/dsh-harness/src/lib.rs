@@ -14,7 +14,9 @@
 //! - resolves a session reference (an id, a unique prefix, the newest session of a
 //!   directory, a fork) and applies the resume-route rule;
 //! - builds each agent's setup (instruction files, reasoning effort, request budget) and says
-//!   what a session runs under ([`EffectivePolicy`]).
+//!   what a session runs under ([`EffectivePolicy`]);
+//! - switches a running session's model or approval policy when a person asks
+//!   ([`Harness::switch_route`], [`Harness::set_approval`]).
 //!
 //! Front ends keep only what is theirs: argument parsing, terminal or protocol I/O, signals
 //! and exit codes. The ACP bridge, which creates agents for an editor itself, asks the
@@ -60,6 +62,7 @@ mod routes;
 mod session_ref;
 mod storage;
 mod store;
+mod switch;
 mod workspace;
 
 pub use agent_setup::AgentSpec;
@@ -72,4 +75,5 @@ pub use planner::RouteOverrides;
 pub use policy::EffectivePolicy;
 pub use resume_route::Route;
 pub use store::{OriginFilter, Store};
+pub use switch::{ModelChoice, ROUTE_EVENT};
 pub use workspace::{same_dir, workspace_dir};

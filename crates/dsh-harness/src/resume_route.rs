@@ -5,11 +5,11 @@
 //! so every front end that resumes a session (`dsh run --resume`, the chat's and the terminal
 //! UI's `/resume`, an editor's `session/load`) selects the provider and model the session last
 //! used (its latest `request/context`, else its latest `request/header`) or was last told to
-//! use (a `model/chosen` later than both: an editor's model select with no request since)
-//! unless the person named others (`--provider`/`--model`), in which case the front end is
-//! told so.
+//! use (a `route/switched` later than both: a person's `/model`, an editor's model select, with
+//! no request since) unless the person named others (`--provider`/`--model`), in which case
+//! the front end is told so.
 
-use dsh_session::{EventKind, ModelChosen, SessionEvent, SessionId};
+use dsh_session::{EventKind, RouteSwitched, SessionEvent, SessionId};
 
 use crate::config::Overrides;
 use crate::store::Store;
@@ -23,11 +23,11 @@ pub struct Route {
     pub model: String,
 }
 
-/// The route recorded in `events`: the latest `request/context`, `request/header`
-/// configuration or `model/chosen`, whichever came last.
+/// The route recorded in `events`: the latest of a `request/context`, a `request/header`'s
+/// configuration and a person's switch (`route/switched`).
 pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
     events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Other { .. } => ModelChosen::of(e).map(|c| Route {
+        EventKind::Other { .. } => RouteSwitched::of(e).map(|c| Route {
             provider: c.provider,
             model: c.model,
         }),
@@ -146,24 +146,24 @@ mod tests {
         }))
     }
 
-    fn chosen(p: &str, m: &str) -> SessionEvent {
-        let choice = ModelChosen {
+    fn switched(p: &str, m: &str) -> SessionEvent {
+        let switch = RouteSwitched {
             provider: p.into(),
             model: m.into(),
         };
-        event(choice.draft().kind)
+        event(switch.draft().kind)
     }
 
     #[test]
-    fn a_model_chosen_after_the_last_request_is_the_route_and_a_later_request_overrides_it() {
-        let events = [context("deepseek", "flash"), chosen("deepseek", "pro")];
-        assert_eq!(route_of(&events), Some(route("deepseek", "pro")));
-        let events = [chosen("deepseek", "pro"), context("deepseek", "flash")];
-        assert_eq!(route_of(&events), Some(route("deepseek", "flash")));
+    fn a_persons_switch_is_the_route_until_a_later_request_says_otherwise() {
+        let mut events = vec![context("deepseek", "v4"), switched("local", "qwen")];
+        assert_eq!(route_of(&events), Some(route("local", "qwen")));
+        events.push(context("local", "qwen-big"));
+        assert_eq!(route_of(&events), Some(route("local", "qwen-big")));
         assert_eq!(
-            route_of(&[chosen("local", "qwen")]),
+            route_of(&[switched("local", "qwen")]),
             Some(route("local", "qwen")),
-            "a choice before any request is the route too"
+            "a switch before any request is the route too"
         );
     }
 

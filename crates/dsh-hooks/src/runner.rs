@@ -194,6 +194,7 @@ async fn execute(
         // workspace being the session's directory.
         unconfined: false,
         workspace: Some(site.cwd.clone()),
+        live: None,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;

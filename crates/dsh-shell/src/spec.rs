@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ShellConfig;
 use crate::error::ShellError;
+use crate::live::LiveOutput;
 
 /// What a caller (usually the bash tool) asks for; every field but `command` may be left out.
 ///
@@ -36,6 +37,10 @@ pub struct ShellExecRequest {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// Fed the output of a foreground run as it arrives (a front end shows it live); the
+    /// result is the same with or without it. Ignored by background tasks, whose output is
+    /// read with [`read_output`](crate::ShellExecutor::read_output).
+    pub live: Option<LiveOutput>,
 }
 
 impl ShellExecRequest {
@@ -73,6 +78,8 @@ pub struct ShellExecSpec {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// Fed the output of a foreground run as it arrives (ignored by `start`).
+    pub live: Option<LiveOutput>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -100,6 +107,7 @@ pub fn resolve_request(
         cancel: req.cancel,
         unconfined: req.unconfined,
         workspace: req.workspace,
+        live: req.live,
     })
 }
 

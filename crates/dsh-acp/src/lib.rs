@@ -56,6 +56,8 @@ mod open;
 mod options;
 mod permission;
 mod plan;
+mod planning;
+mod question;
 mod prompt;
 mod record;
 mod replay;

@@ -30,6 +30,10 @@ pub struct Cli {
     /// Without a command: continue the newest session of this directory in the chat.
     #[arg(short = 'c', long = "continue")]
     pub continue_last: bool,
+    /// Without a command: start in plan mode (explore read-only, then propose a plan for
+    /// your approval; `/plan` switches it).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// Model and workspace selection, accepted before or after the subcommand.
@@ -98,6 +102,9 @@ pub enum Command {
     /// Inspect the command hooks that apply to this directory.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// Inspect the skills and custom commands that apply to this directory.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     ///
     /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
@@ -134,6 +141,10 @@ pub struct RunArgs {
     /// requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Plan only: the agent explores read-only and ends with a plan, which is printed as the
+    /// answer (nothing is changed; exit 0 when the turn completed).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// Output formats of `dsh run`.
@@ -156,6 +167,10 @@ pub struct ChatArgs {
     /// Continue the newest session started in this working directory.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     pub continue_last: bool,
+    /// Start in plan mode (explore read-only, then propose a plan for your approval; `/plan`
+    /// switches it).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// `dsh sessions …`.
@@ -241,6 +256,14 @@ pub enum HooksCommand {
     List,
 }
 
+/// `dsh skills …`.
+#[derive(Subcommand, Debug)]
+pub enum SkillsCommand {
+    /// The skills and custom commands a session here gets, with the folder each comes from,
+    /// those shadowed by a nearer one of the same name, and the files skipped (with why).
+    List,
+}
+
 /// `dsh config …`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
@@ -320,5 +343,23 @@ mod tests {
         };
         assert_eq!(run.task, ["fix", "--the", "bug"]);
         assert_eq!(run.max_turns, Some(3));
+    }
+
+    #[test]
+    fn plan_is_a_flag_of_run_chat_and_the_bare_ui() {
+        let cli = Cli::try_parse_from(["dsh", "run", "--plan", "design", "it"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert!(run.plan);
+        assert_eq!(run.task, ["design", "it"]);
+        let Some(Command::Chat(chat)) = Cli::try_parse_from(["dsh", "chat", "--plan"])
+            .unwrap()
+            .command
+        else {
+            panic!("not chat")
+        };
+        assert!(chat.plan);
+        assert!(Cli::try_parse_from(["dsh", "--plan"]).unwrap().plan);
     }
 }

@@ -6,6 +6,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use dsh_agent::AgentHandle;
@@ -31,24 +32,27 @@ pub fn wanted(plain: bool) -> bool {
 }
 
 /// The interactive front end for `dsh`, `dsh chat` and `dsh sessions resume`: the full-screen
-/// UI when [`wanted`], else the line chat.
+/// UI when [`wanted`], else the line chat. `plan` opens the first session in plan mode.
 pub fn interactive(
     settings: Settings,
     flags: Overrides,
     cwd: Option<PathBuf>,
     reference: SessionReference,
     plain: bool,
+    plan: bool,
 ) -> i32 {
     if wanted(plain) {
-        main(settings, flags, cwd, reference)
+        main(settings, flags, cwd, reference, plan)
     } else {
-        crate::chat::main(settings, flags, cwd, reference)
+        crate::chat::main(settings, flags, cwd, reference, plan)
     }
 }
 
 struct Host {
     harness: Harness,
     cwd: PathBuf,
+    /// `--plan`: the first session the UI opens starts in plan mode.
+    plan_first: AtomicBool,
 }
 
 /// A host error in the words `dsh` prints everywhere: the error and its causes.
@@ -88,12 +92,14 @@ impl TuiHost for Host {
     }
 
     async fn create(&self) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
+        let mut request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
+        request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
     }
 
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::Resume(id.to_string()));
+        let mut request = SessionRequest::new(SessionReference::Resume(id.to_string()));
+        request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
     }
 
@@ -124,10 +130,11 @@ pub fn main(
     flags: Overrides,
     cwd: Option<PathBuf>,
     reference: SessionReference,
+    plan: bool,
 ) -> i32 {
     let first = reference.clone();
     start(settings, cwd, &reference, |settings, cwd, signals| {
-        tui(settings, flags, cwd, first, signals)
+        tui(settings, flags, cwd, first, signals, plan)
     })
 }
 
@@ -200,6 +207,7 @@ async fn tui(
     cwd: PathBuf,
     reference: SessionReference,
     signals: Signals,
+    plan: bool,
 ) -> anyhow::Result<()> {
     let history = settings.home.value.join("tui-history.jsonl");
     let harness = start_harness(settings, flags).await?;
@@ -219,7 +227,11 @@ async fn tui(
             }
         }
     };
-    let host = Arc::new(Host { harness, cwd });
+    let host = Arc::new(Host {
+        harness,
+        cwd,
+        plan_first: AtomicBool::new(plan),
+    });
     let options = TuiOptions {
         resume,
         history: Some(history),

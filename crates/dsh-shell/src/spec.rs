@@ -36,6 +36,10 @@ pub struct ShellExecRequest {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// The calling session's id, when known: a [`Supervision`](crate::Supervision) may
+    /// confine one session's commands more narrowly than the rest (a session in plan mode
+    /// runs them read-only). Set by trusted callers only (the tool stamps its caller's).
+    pub session: Option<String>,
 }
 
 impl ShellExecRequest {
@@ -73,6 +77,8 @@ pub struct ShellExecSpec {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// The calling session's id, when known (see [`ShellExecRequest::session`]).
+    pub session: Option<String>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -100,6 +106,7 @@ pub fn resolve_request(
         cancel: req.cancel,
         unconfined: req.unconfined,
         workspace: req.workspace,
+        session: req.session,
     })
 }
 

@@ -184,6 +184,8 @@ impl TypedTool for BashTool {
             // The guard's pre-execute policy only lets an escalation through once approved.
             unconfined: args.escalate,
             workspace: call.caller().and_then(|c| c.cwd.clone()),
+            // The guard may confine one session more narrowly (plan mode: read-only).
+            session: call.caller().map(|c| c.agent_id.to_string()),
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {

@@ -94,7 +94,9 @@ fn mode(bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, E
         ));
     }
     let mode = Mode::from_id(args).ok_or_else(|| {
-        crate::errors::invalid(format!("unknown mode: {args} (default, auto, read-only, plan)"))
+        crate::errors::invalid(format!(
+            "unknown mode: {args} (default, auto, read-only, plan)"
+        ))
     })?;
     crate::planning::choose_mode(bridge, record, mode)?;
     Ok(format!("mode: {}", mode.id()))
@@ -174,9 +176,17 @@ fn catalog(bridge: &Bridge, record: &SessionRecord) -> Option<Arc<Catalog>> {
 /// The prompt a `/name args` prompt stands for when `name` is one of the session's custom
 /// commands or skills (never a built-in: those are looked up first); an error text names a
 /// file that cannot be read now.
-pub(crate) fn custom(bridge: &Bridge, record: &SessionRecord, prompt: &str) -> Option<Result<String, String>> {
+pub(crate) fn custom(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    prompt: &str,
+) -> Option<Result<String, String>> {
     let expanded = catalog(bridge, record)?.expand(prompt)?;
-    Some(expanded.map(|e| e.prompt).map_err(|problem| format!("Error: {problem}")))
+    Some(
+        expanded
+            .map(|e| e.prompt)
+            .map_err(|problem| format!("Error: {problem}")),
+    )
 }
 
 /// The command a prompt names, with its argument: `None` for an ordinary prompt (a path like

@@ -17,7 +17,11 @@ use crate::record::SessionRecord;
 
 /// Switches `record`'s session to `mode`, turning plan mode on or off when it enters or
 /// leaves `plan`.
-pub(crate) fn choose_mode(bridge: &Bridge, record: &SessionRecord, mode: Mode) -> Result<(), Error> {
+pub(crate) fn choose_mode(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    mode: Mode,
+) -> Result<(), Error> {
     let current = record.state.mode();
     if mode == Mode::Plan || current == Mode::Plan {
         let plan = bridge
@@ -41,7 +45,11 @@ pub(crate) fn choose_mode(bridge: &Bridge, record: &SessionRecord, mode: Mode) -
 }
 
 /// `/plan [on|off]`: switches plan mode (bare `/plan` toggles).
-pub(crate) fn command(bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, Error> {
+pub(crate) fn command(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    args: &str,
+) -> Result<String, Error> {
     let on = record.state.mode() == Mode::Plan;
     let target = match args {
         "" => !on,

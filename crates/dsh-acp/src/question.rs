@@ -12,9 +12,9 @@ use std::sync::Weak;
 
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, ElicitationAction, ElicitationContentValue, ElicitationFormMode,
-    ElicitationSchema, ElicitationSessionScope, EnumOption, PermissionOption,
-    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    StringPropertySchema, ToolCallContent, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    ElicitationSchema, ElicitationSessionScope, EnumOption, PermissionOption, PermissionOptionKind,
+    RequestPermissionOutcome, RequestPermissionRequest, StringPropertySchema, ToolCallContent,
+    ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
 };
 use async_trait::async_trait;
 use dsh_tools::{Question, QuestionIntent, QuestionOutcome, QuestionRequest, Questioner, Reply};
@@ -62,10 +62,12 @@ pub(crate) fn form(state: &SessionState, request: &QuestionRequest) -> CreateEli
     let mut message = String::new();
     for (i, q) in request.questions.iter().enumerate() {
         let (choice, text) = fields(i);
-        let options = q
+        let options: Vec<EnumOption> = q
             .options
             .iter()
-            .map(|o| EnumOption::new(o.label.clone(), o.label.clone()).description(o.description.clone()))
+            .map(|o| {
+                EnumOption::new(o.label.clone(), o.label.clone()).description(o.description.clone())
+            })
             .collect();
         let title = q.header.clone().unwrap_or_else(|| q.question.clone());
         schema = schema
@@ -107,7 +109,9 @@ pub(crate) fn read_form(
     content: &BTreeMap<String, ElicitationContentValue>,
 ) -> Option<Vec<Reply>> {
     let text_of = |key: &str| match content.get(key) {
-        Some(ElicitationContentValue::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(ElicitationContentValue::String(s)) if !s.trim().is_empty() => {
+            Some(s.trim().to_owned())
+        }
         _ => None,
     };
     questions

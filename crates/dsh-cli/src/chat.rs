@@ -258,7 +258,8 @@ async fn chat(
                         handle = open(&harness, reference, &cwd, &current, &say, false).await;
                         if handle.is_none() {
                             handle =
-                                open(&harness, SessionReference::New, &cwd, &current, &say, false).await;
+                                open(&harness, SessionReference::New, &cwd, &current, &say, false)
+                                    .await;
                         }
                     }
                     Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
@@ -322,9 +323,7 @@ fn send(handle: &AgentHandle, text: String, say: &impl Fn(&str)) {
 /// `/plan`: switches plan mode of the chat's session (and sends the text of `/plan TEXT`).
 fn switch_plan(harness: &Harness, handle: &AgentHandle, switch: PlanSwitch, say: &impl Fn(&str)) {
     let agent = handle.agent();
-    let on = harness
-        .plan_mode()
-        .is_some_and(|p| p.is_active(agent.id()));
+    let on = harness.plan_mode().is_some_and(|p| p.is_active(agent.id()));
     let (target, text) = match switch {
         PlanSwitch::Toggle => (!on, None),
         PlanSwitch::On => (true, None),
@@ -351,15 +350,17 @@ fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
         .map(|c| c.slash_entries())
         .unwrap_or_default();
     if !entries.is_empty() {
-        text.push_str("
-this project's commands and skills:");
+        text.push_str(
+            "
+this project's commands and skills:",
+        );
         for e in entries {
-            let hint = e
-                .argument_hint
-                .map(|h| format!(" {h}"))
-                .unwrap_or_default();
-            text.push_str(&format!("
-  /{}{hint}  {}", e.name, e.description));
+            let hint = e.argument_hint.map(|h| format!(" {h}")).unwrap_or_default();
+            text.push_str(&format!(
+                "
+  /{}{hint}  {}",
+                e.name, e.description
+            ));
         }
     }
     text
@@ -523,7 +524,10 @@ mod tests {
             parse("//exit is a command here?"),
             ChatCommand::Say("/exit is a command here?".into())
         );
-        assert_eq!(parse("/review now"), ChatCommand::Other("/review now".into()));
+        assert_eq!(
+            parse("/review now"),
+            ChatCommand::Other("/review now".into())
+        );
     }
 
     #[test]

@@ -32,7 +32,12 @@ pub fn read_reply(question: &Question, line: &str) -> Option<Reply> {
     if line.is_empty() {
         return None;
     }
-    let option = |i: usize| question.options.get(i).map(|o| Reply::Chosen(o.label.clone()));
+    let option = |i: usize| {
+        question
+            .options
+            .get(i)
+            .map(|o| Reply::Chosen(o.label.clone()))
+    };
     if let QuestionIntent::PlanReview { approve } = &question.intent {
         return Some(match line.to_ascii_lowercase().as_str() {
             "y" | "yes" => Reply::Chosen(approve.clone()),
@@ -40,7 +45,10 @@ pub fn read_reply(question: &Question, line: &str) -> Option<Reply> {
                 .options
                 .iter()
                 .find(|o| &o.label != approve)
-                .map_or_else(|| Reply::Text(line.to_owned()), |o| Reply::Chosen(o.label.clone())),
+                .map_or_else(
+                    || Reply::Text(line.to_owned()),
+                    |o| Reply::Chosen(o.label.clone()),
+                ),
             _ => Reply::Text(line.to_owned()),
         });
     }
@@ -164,7 +172,10 @@ mod tests {
     fn choice() -> Question {
         Question::choice(
             "Which store?",
-            vec![QuestionOption::new("SQLite"), QuestionOption::new("Postgres")],
+            vec![
+                QuestionOption::new("SQLite"),
+                QuestionOption::new("Postgres"),
+            ],
         )
     }
 
@@ -172,7 +183,10 @@ mod tests {
     fn a_number_or_a_label_picks_an_option_and_other_words_are_the_answer() {
         let q = choice();
         assert_eq!(read_reply(&q, "2"), Some(Reply::Chosen("Postgres".into())));
-        assert_eq!(read_reply(&q, "sqlite"), Some(Reply::Chosen("SQLite".into())));
+        assert_eq!(
+            read_reply(&q, "sqlite"),
+            Some(Reply::Chosen("SQLite".into()))
+        );
         assert_eq!(read_reply(&q, "3"), Some(Reply::Text("3".into())));
         assert_eq!(read_reply(&q, " files "), Some(Reply::Text("files".into())));
         assert_eq!(read_reply(&q, "  "), None);
@@ -190,6 +204,9 @@ mod tests {
             Some(Reply::Text("split step 1".into()))
         );
         let shown = render(&q);
-        assert!(shown.contains("│ # Plan") && shown.contains("[y] approve"), "{shown}");
+        assert!(
+            shown.contains("│ # Plan") && shown.contains("[y] approve"),
+            "{shown}"
+        );
     }
 }

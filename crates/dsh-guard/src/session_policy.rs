@@ -204,7 +204,11 @@ mod tests {
             policies.sandbox(&SessionId::new("c")),
             Some(SandboxMode::ReadOnly)
         );
-        assert_eq!(policies.sandbox_for(&fork), None, "a fork is its own session");
+        assert_eq!(
+            policies.sandbox_for(&fork),
+            None,
+            "a fork is its own session"
+        );
         policies.narrow(&SessionId::new("p"), None);
         assert_eq!(policies.sandbox(&SessionId::new("c")), None);
     }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use dsh_guard::SessionPolicies;
 use dsh_plan::{PlanMode, Trigger};
-use dsh_skills::{Catalog, Catalogs, Expansion, Problem};
 use dsh_session::{SessionId, SessionMeta};
+use dsh_skills::{Catalog, Catalogs, Expansion, Problem};
 
 use crate::agent_setup::agent_setup;
 use crate::compose::Harness;
@@ -269,7 +269,10 @@ impl Harness {
             plan,
             // Plan mode runs the session's commands read-only whatever the configured mode.
             sandbox: if plan {
-                guard.sandbox.value.narrowed_to(dsh_guard::SandboxMode::ReadOnly)
+                guard
+                    .sandbox
+                    .value
+                    .narrowed_to(dsh_guard::SandboxMode::ReadOnly)
             } else {
                 guard.sandbox.value
             },

@@ -26,7 +26,10 @@ pub fn list(settings: &Settings, cwd: &Path) -> String {
 /// `dsh config show`.
 pub fn render_folders(out: &mut String, settings: &Settings, cwd: &Path) {
     let places = places(settings, cwd);
-    let _ = writeln!(out, "\n# skills, nearest folder first (`dsh skills list` shows them):");
+    let _ = writeln!(
+        out,
+        "\n# skills, nearest folder first (`dsh skills list` shows them):"
+    );
     for root in places.skill_roots() {
         let _ = writeln!(out, "#   {} ({})", root.dir.display(), root.scope.as_str());
     }

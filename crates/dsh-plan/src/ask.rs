@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use async_trait::async_trait;
 use dsh_tools::{
-    Question, QuestionOption, QuestionOutcome, QuestionRequest, Questioner, Reply,
-    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+    Question, QuestionOption, QuestionOutcome, QuestionRequest, Questioner, Reply, ToolCallContext,
+    ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -247,7 +247,10 @@ mod tests {
             {"question": "B?", "options": [{"label": "x"}, {"label": "y"}]}
         ]})))
         .unwrap();
-        let text = answer_text(&qs, &[Reply::Chosen("y".into()), Reply::Text("neither".into())]);
+        let text = answer_text(
+            &qs,
+            &[Reply::Chosen("y".into()), Reply::Text("neither".into())],
+        );
         assert_eq!(
             text,
             "The user answered:\n1. A? → y\n2. B? → (in their own words) neither"

@@ -116,5 +116,9 @@ pub fn active_in(events: &[Arc<SessionEvent>]) -> bool {
 
 /// The last plan proposed in `events`, when there is one.
 pub fn last_plan(events: &[Arc<SessionEvent>]) -> Option<String> {
-    events.iter().rev().find_map(|e| Proposed::of(e)).map(|p| p.plan)
+    events
+        .iter()
+        .rev()
+        .find_map(|e| Proposed::of(e))
+        .map(|p| p.plan)
 }

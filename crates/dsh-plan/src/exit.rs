@@ -97,7 +97,11 @@ impl TypedTool for ExitPlanTool {
         })
     }
 
-    async fn run(&self, args: ExitPlanArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn run(
+        &self,
+        args: ExitPlanArgs,
+        call: &ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let caller = call
             .caller()
             .ok_or_else(|| ToolError::new("exit_plan_mode needs a calling session"))?;
@@ -146,7 +150,9 @@ impl TypedTool for ExitPlanTool {
             None => QuestionOutcome::Unavailable,
         };
         match outcome {
-            QuestionOutcome::Answered(replies) if replies.first().is_some_and(|r| question.approves(r)) => {
+            QuestionOutcome::Answered(replies)
+                if replies.first().is_some_and(|r| question.approves(r)) =>
+            {
                 let agent = agent_of(&caller.ctx)
                     .ok_or_else(|| ToolError::new("the calling agent is gone"))?;
                 record(session, DECIDED_EVENT, &decided(Decision::Approved, None));
@@ -164,7 +170,11 @@ impl TypedTool for ExitPlanTool {
                     dsh_tools::Reply::Text(text) if !text.trim().is_empty() => Some(text),
                     _ => None,
                 });
-                record(session, DECIDED_EVENT, &decided(Decision::Rejected, feedback.clone()));
+                record(
+                    session,
+                    DECIDED_EVENT,
+                    &decided(Decision::Rejected, feedback.clone()),
+                );
                 Err(rejected(feedback.as_deref()))
             }
             QuestionOutcome::Declined => {

@@ -95,9 +95,7 @@ impl PlanMode {
     /// Whether a planning session's commands really run read-only (the guard's supervision
     /// confines them); without that they are refused.
     pub fn confines_commands(&self) -> bool {
-        self.policies
-            .as_ref()
-            .is_some_and(|p| p.narrows_commands())
+        self.policies.as_ref().is_some_and(|p| p.narrows_commands())
     }
 
     /// Turns plan mode of `agent`'s session on or off; `false` when it already was. The

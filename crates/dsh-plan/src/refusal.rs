@@ -49,15 +49,29 @@ mod tests {
     #[test]
     fn only_declared_read_only_calls_and_confined_commands_pass() {
         assert!(refusal("read", &ToolEffects::none().reads("a"), true).is_none());
-        assert!(refusal("web_fetch", &ToolEffects::none().reaches("example.com"), true).is_none());
+        assert!(
+            refusal(
+                "web_fetch",
+                &ToolEffects::none().reaches("example.com"),
+                true
+            )
+            .is_none()
+        );
         assert!(refusal("bash", &ToolEffects::none().runs("ls"), true).is_none());
 
         let write = refusal("write", &ToolEffects::none().writes("src/a.rs"), true).unwrap();
-        assert!(write.contains("src/a.rs") && write.contains("exit_plan_mode"), "{write}");
+        assert!(
+            write.contains("src/a.rs") && write.contains("exit_plan_mode"),
+            "{write}"
+        );
         let mcp = refusal("mcp__db__drop", &ToolEffects::undeclared(), true).unwrap();
         assert!(mcp.contains("does not declare"), "{mcp}");
         let escalated = ToolEffects::none().runs("make").escalated("needs root");
-        assert!(refusal("bash", &escalated, true).unwrap().contains("escalate"));
+        assert!(
+            refusal("bash", &escalated, true)
+                .unwrap()
+                .contains("escalate")
+        );
         let unconfined = refusal("bash", &ToolEffects::none().runs("ls"), false).unwrap();
         assert!(unconfined.contains("cannot be confined"), "{unconfined}");
     }

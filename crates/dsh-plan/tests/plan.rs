@@ -114,7 +114,11 @@ impl Tool for Probe {
     fn effects(&self, _args: &Value) -> ToolEffects {
         self.effects.clone()
     }
-    async fn execute(&self, _args: Value, _call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        _args: Value,
+        _call: &ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         Ok(ToolOutput::text(format!("{} ran", self.name)))
     }
@@ -194,12 +198,20 @@ async fn a_planning_session_refuses_writes_and_undeclared_tools_and_runs_what_on
     let handle = h.agent().await;
     let agent = handle.agent();
     assert!(h.mode.set(agent, true, Trigger::Start).unwrap());
-    agent.followup(Message::user_text("plan the cache")).unwrap();
+    agent
+        .followup(Message::user_text("plan the cache"))
+        .unwrap();
     agent.when_idle().await;
     let events = agent.session().events();
     let texts = results(&events);
-    assert!(texts[0].starts_with("Error: plan mode: `touch` would change src/a.rs"), "{texts:?}");
-    assert!(texts[1].contains("does not declare what it does"), "{texts:?}");
+    assert!(
+        texts[0].starts_with("Error: plan mode: `touch` would change src/a.rs"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[1].contains("does not declare what it does"),
+        "{texts:?}"
+    );
     assert_eq!(texts[2], "look ran");
     assert_eq!((write.runs(), mystery.runs(), read.runs()), (0, 0, 1));
     // The model was told at its first step, as a notice.
@@ -230,7 +242,10 @@ async fn commands_are_refused_while_planning_when_nothing_confines_them() {
     agent.followup(Message::user_text("look around")).unwrap();
     agent.when_idle().await;
     let texts = results(&agent.session().events());
-    assert!(texts[0].contains("cannot be confined to read-only"), "{texts:?}");
+    assert!(
+        texts[0].contains("cannot be confined to read-only"),
+        "{texts:?}"
+    );
     assert_eq!(bash.runs(), 0);
     handle.dispose().await;
 }
@@ -256,16 +271,26 @@ async fn an_approved_plan_leaves_plan_mode_and_the_same_turn_carries_it_out() {
     agent.when_idle().await;
     let events = agent.session().events();
     let texts = results(&events);
-    assert!(texts[0].starts_with("The user approved the plan"), "{texts:?}");
+    assert!(
+        texts[0].starts_with("The user approved the plan"),
+        "{texts:?}"
+    );
     assert_eq!(texts[1], "touch ran");
     assert_eq!(write.runs(), 1);
     assert!(!h.mode.is_active(agent.id()));
-    assert_eq!(agent.session().last_turn(), 1, "one turn: approve, then carry it out");
+    assert_eq!(
+        agent.session().last_turn(),
+        1,
+        "one turn: approve, then carry it out"
+    );
     // The person saw the plan as a review.
-    let asked = person.asked.lock();
+    let asked = person.asked.lock().clone();
     assert_eq!(asked[0].questions[0].detail.as_deref(), Some(PLAN));
     assert_eq!(plugin_events(&events, PROPOSED_EVENT)[0]["plan"], PLAN);
-    assert_eq!(plugin_events(&events, DECIDED_EVENT)[0]["decision"], "approved");
+    assert_eq!(
+        plugin_events(&events, DECIDED_EVENT)[0]["decision"],
+        "approved"
+    );
     assert_eq!(
         plugin_events(&events, MODE_EVENT),
         [
@@ -274,7 +299,11 @@ async fn an_approved_plan_leaves_plan_mode_and_the_same_turn_carries_it_out() {
         ]
     );
     let policies = h.ctx.get::<SessionPolicies>().unwrap();
-    assert_eq!(policies.sandbox(agent.id()), None, "the narrowing is lifted");
+    assert_eq!(
+        policies.sandbox(agent.id()),
+        None,
+        "the narrowing is lifted"
+    );
     handle.dispose().await;
 }
 
@@ -296,7 +325,10 @@ async fn a_rejected_plan_keeps_planning_and_the_model_reads_the_feedback() {
     agent.when_idle().await;
     let events = agent.session().events();
     let texts = results(&events);
-    assert!(texts[0].starts_with("Error: the user did not approve the plan."), "{texts:?}");
+    assert!(
+        texts[0].starts_with("Error: the user did not approve the plan."),
+        "{texts:?}"
+    );
     assert!(texts[0].contains("use an LRU, not a map"), "{texts:?}");
     assert!(h.mode.is_active(agent.id()));
     // The model's next request carries the feedback.
@@ -329,11 +361,20 @@ async fn with_nobody_to_ask_the_plan_ends_the_turn_as_its_answer_and_questions_f
     dsh_testkit::bounded(agent.when_idle()).await;
     let events = agent.session().events();
     let texts = results(&events);
-    assert!(texts[0].contains("no one can answer questions"), "{texts:?}");
-    assert!(texts[1].starts_with("No one can review the plan"), "{texts:?}");
+    assert!(
+        texts[0].contains("no one can answer questions"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[1].starts_with("No one can review the plan"),
+        "{texts:?}"
+    );
     assert_eq!(h.adapter.requests().len(), 1, "the plan concluded the turn");
     assert_eq!(dsh_plan::events::last_plan(&events).as_deref(), Some(PLAN));
-    assert_eq!(plugin_events(&events, DECIDED_EVENT)[0]["decision"], "unreviewed");
+    assert_eq!(
+        plugin_events(&events, DECIDED_EVENT)[0]["decision"],
+        "unreviewed"
+    );
     assert!(h.mode.is_active(agent.id()), "still planning");
     handle.dispose().await;
 }
@@ -357,16 +398,21 @@ async fn a_question_is_answered_with_the_option_chosen_or_the_words_typed() {
         .push(Script::text("ok"));
     let handle = h.agent().await;
     let agent = handle.agent();
-    agent.followup(Message::user_text("set up backups")).unwrap();
+    agent
+        .followup(Message::user_text("set up backups"))
+        .unwrap();
     agent.when_idle().await;
     let texts = results(&agent.session().events());
     assert_eq!(
         texts[0],
         "The user answered:\n1. Which store? → Postgres\n2. How often? → (in their own words) every night"
     );
-    let asked = person.asked.lock();
+    let asked = person.asked.lock().clone();
     assert_eq!(asked[0].questions[0].header.as_deref(), Some("Store"));
-    assert_eq!(asked[0].questions[0].options[1].description.as_deref(), Some("shared"));
+    assert_eq!(
+        asked[0].questions[0].options[1].description.as_deref(),
+        Some("shared")
+    );
     handle.dispose().await;
 }
 
@@ -393,10 +439,7 @@ async fn a_resumed_session_takes_up_the_plan_mode_its_log_ends_in() {
     h.adapter.push(Script::text("explored"));
     let first = h.agent().await;
     h.mode.set(first.agent(), true, Trigger::Start).unwrap();
-    first
-        .agent()
-        .followup(Message::user_text("look"))
-        .unwrap();
+    first.agent().followup(Message::user_text("look")).unwrap();
     first.agent().when_idle().await;
     let seed: Vec<SessionEvent> = first
         .agent()

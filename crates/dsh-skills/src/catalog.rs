@@ -125,7 +125,9 @@ impl Catalog {
                     catalog.problems.push(Problem::new(
                         &file,
                         None,
-                        format!("/{name} is a built-in command; this file is not offered (rename it)"),
+                        format!(
+                            "/{name} is a built-in command; this file is not offered (rename it)"
+                        ),
                     ));
                     continue;
                 }
@@ -150,8 +152,11 @@ impl Catalog {
             // A file where a folder was expected is treated like no folder.
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Vec::new(),
             Err(e) => {
-                self.problems
-                    .push(Problem::new(&root.dir, None, format!("cannot be listed: {e}")));
+                self.problems.push(Problem::new(
+                    &root.dir,
+                    None,
+                    format!("cannot be listed: {e}"),
+                ));
                 return Vec::new();
             }
         };

@@ -50,7 +50,8 @@ impl CustomCommand {
         let Some(text) = read_text(file)? else {
             return Ok(None);
         };
-        let problem = |e: frontmatter::FrontmatterError| Problem::new(file, Some(e.line), e.message);
+        let problem =
+            |e: frontmatter::FrontmatterError| Problem::new(file, Some(e.line), e.message);
         let doc = frontmatter::parse(&text).map_err(problem)?;
         let description = match doc.fields.string("description").map_err(problem)? {
             Some(d) if !d.trim().is_empty() => d.split_whitespace().collect::<Vec<_>>().join(" "),
@@ -69,13 +70,21 @@ impl CustomCommand {
     /// next invocation).
     pub fn expand(&self, arguments: &str) -> Result<String, Problem> {
         let text = read_text(&self.file)?.ok_or_else(|| {
-            Problem::new(&self.file, None, "is gone (the command was removed after the session started)")
+            Problem::new(
+                &self.file,
+                None,
+                "is gone (the command was removed after the session started)",
+            )
         })?;
         let doc = frontmatter::parse(&text)
             .map_err(|e| Problem::new(&self.file, Some(e.line), e.message))?;
         let body = doc.body.trim();
         if body.is_empty() {
-            return Err(Problem::new(&self.file, None, "has no prompt after its frontmatter"));
+            return Err(Problem::new(
+                &self.file,
+                None,
+                "has no prompt after its frontmatter",
+            ));
         }
         Ok(crate::expand::substitute(body, arguments))
     }
@@ -112,7 +121,10 @@ mod tests {
 
     #[test]
     fn the_description_falls_back_to_the_first_line_without_heading_marks() {
-        assert_eq!(first_line("\n\n## Review the diff\nmore"), "Review the diff");
+        assert_eq!(
+            first_line("\n\n## Review the diff\nmore"),
+            "Review the diff"
+        );
         assert_eq!(first_line(""), "");
         assert_eq!(first_line(&"x".repeat(300)).chars().count(), 100);
     }

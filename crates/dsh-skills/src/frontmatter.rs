@@ -125,15 +125,16 @@ fn mapping(yaml: &str) -> Result<Fields, FrontmatterError> {
 /// The 1-based line (within `yaml`) where top-level `key` is written: a line starting with
 /// the key (bare or quoted) followed by `:`.
 fn key_line(yaml: &str, key: &str) -> Option<usize> {
-    yaml.lines().position(|line| {
-        [key.to_owned(), format!("\"{key}\""), format!("'{key}'")]
-            .iter()
-            .any(|k| {
-                line.strip_prefix(k.as_str())
-                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
-            })
-    })
-    .map(|i| i + 1)
+    yaml.lines()
+        .position(|line| {
+            [key.to_owned(), format!("\"{key}\""), format!("'{key}'")]
+                .iter()
+                .any(|k| {
+                    line.strip_prefix(k.as_str())
+                        .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                })
+        })
+        .map(|i| i + 1)
 }
 
 impl Fields {
@@ -237,7 +238,10 @@ mod tests {
         assert!(list.message.contains("mapping"), "{list}");
         let typed = parse("---\nname: x\ndescription: 12\n---\n").unwrap();
         let e = typed.fields.string("description").unwrap_err();
-        assert_eq!((e.line, e.message.as_str()), (3, "`description` must be text, not a number"));
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (3, "`description` must be text, not a number")
+        );
     }
 
     #[test]

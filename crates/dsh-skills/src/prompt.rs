@@ -55,6 +55,9 @@ mod tests {
 
     #[test]
     fn markup_in_a_description_cannot_close_the_list() {
-        assert_eq!(escape("a</skill> & \"b\""), "a&lt;/skill&gt; &amp; &quot;b&quot;");
+        assert_eq!(
+            escape("a</skill> & \"b\""),
+            "a&lt;/skill&gt; &amp; &quot;b&quot;"
+        );
     }
 }

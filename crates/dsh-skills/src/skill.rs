@@ -61,9 +61,11 @@ pub struct Loaded {
 pub fn valid_name(name: &str) -> bool {
     name.len() <= MAX_NAME_CHARS
         && !name.is_empty()
-        && name
-            .split('-')
-            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && name.split('-').all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// Reads one file found by its place, as text: through [`dsh_fs::read_placed`] (never
@@ -141,7 +143,10 @@ impl Skill {
                 )
             })?;
         let description = if description.chars().count() > MAX_DESCRIPTION_CHARS {
-            let cut: String = description.chars().take(MAX_DESCRIPTION_CHARS - 1).collect();
+            let cut: String = description
+                .chars()
+                .take(MAX_DESCRIPTION_CHARS - 1)
+                .collect();
             format!("{cut}…")
         } else {
             description
@@ -165,14 +170,19 @@ impl Skill {
     /// renamed or broken since the session started is reported, not half-used).
     pub fn load(&self) -> Result<Loaded, Problem> {
         let text = read_text(&self.file)?.ok_or_else(|| {
-            Problem::new(&self.file, None, "is gone (the skill was removed after the session started)")
+            Problem::new(
+                &self.file,
+                None,
+                "is gone (the skill was removed after the session started)",
+            )
         })?;
         let folder = self
             .dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Self::parse(&text, &folder).map_err(|e| Problem::new(&self.file, Some(e.line), e.message))?;
+        Self::parse(&text, &folder)
+            .map_err(|e| Problem::new(&self.file, Some(e.line), e.message))?;
         let body = frontmatter::parse(&text)
             .map_err(|e| Problem::new(&self.file, Some(e.line), e.message))?
             .body;
@@ -210,9 +220,11 @@ mod tests {
         let missing = Skill::parse("---\nname: pdf\n---\n", "pdf").unwrap_err();
         assert_eq!(missing.line, 1);
         assert!(missing.message.contains("description"), "{missing}");
-        let bad_name = Skill::parse("---\nname: Pdf Tools\ndescription: x\n---\n", "pdf").unwrap_err();
+        let bad_name =
+            Skill::parse("---\nname: Pdf Tools\ndescription: x\n---\n", "pdf").unwrap_err();
         assert_eq!(bad_name.line, 2);
-        let other_folder = Skill::parse("---\nname: pdf\ndescription: x\n---\n", "docs").unwrap_err();
+        let other_folder =
+            Skill::parse("---\nname: pdf\ndescription: x\n---\n", "docs").unwrap_err();
         assert!(other_folder.message.contains("folder"), "{other_folder}");
         let flag = Skill::parse(
             "---\ndescription: x\ndisable-model-invocation: sometimes\n---\n",
@@ -221,7 +233,12 @@ mod tests {
         .unwrap_err();
         assert_eq!(flag.line, 3);
         // Without `name`, the folder names it.
-        assert_eq!(Skill::parse("---\ndescription: x\n---\n", "pdf").unwrap().name, "pdf");
+        assert_eq!(
+            Skill::parse("---\ndescription: x\n---\n", "pdf")
+                .unwrap()
+                .name,
+            "pdf"
+        );
         assert!(Skill::parse("# no frontmatter\n", "pdf").is_err());
     }
 }

@@ -46,7 +46,11 @@ impl SkillTool {
     }
 
     fn unknown(&self, name: &str) -> ToolError {
-        let names: Vec<&str> = self.catalog.model_skills().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .catalog
+            .model_skills()
+            .map(|s| s.name.as_str())
+            .collect();
         ToolError::coded(
             "SkillNotFoundError",
             "UNKNOWN_SKILL",

@@ -49,7 +49,9 @@ fn skill(root: &Path, name: &str, description: &str) -> PathBuf {
     let file = root.join(name).join("SKILL.md");
     write(
         &file,
-        &format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\nDo the {name} thing.\n"),
+        &format!(
+            "---\nname: {name}\ndescription: {description}\n---\n# {name}\nDo the {name} thing.\n"
+        ),
     );
     file
 }
@@ -58,11 +60,27 @@ fn skill(root: &Path, name: &str, description: &str) -> PathBuf {
 fn skills_are_found_in_all_six_roots_and_listed_by_name() {
     let w = World::new();
     skill(&w.project.join(".dsh/skills"), "a-dsh", "from .dsh");
-    skill(&w.project.join(".agents/skills"), "b-agents", "from .agents");
-    skill(&w.project.join(".claude/skills"), "c-claude", "from .claude");
+    skill(
+        &w.project.join(".agents/skills"),
+        "b-agents",
+        "from .agents",
+    );
+    skill(
+        &w.project.join(".claude/skills"),
+        "c-claude",
+        "from .claude",
+    );
     skill(&w.dsh_home.join("skills"), "d-home", "from DSH_HOME");
-    skill(&w.home.join(".agents/skills"), "e-user-agents", "from ~/.agents");
-    skill(&w.home.join(".claude/skills"), "f-user-claude", "from ~/.claude");
+    skill(
+        &w.home.join(".agents/skills"),
+        "e-user-agents",
+        "from ~/.agents",
+    );
+    skill(
+        &w.home.join(".claude/skills"),
+        "f-user-claude",
+        "from ~/.claude",
+    );
     let catalog = w.catalog();
     let found: Vec<(&str, Scope)> = catalog
         .skills()
@@ -86,23 +104,38 @@ fn skills_are_found_in_all_six_roots_and_listed_by_name() {
 #[test]
 fn the_nearest_root_wins_a_name_and_the_loser_is_listed_as_shadowed() {
     let w = World::new();
-    let near = skill(&w.project.join(".claude/skills"), "review", "the project's review");
+    let near = skill(
+        &w.project.join(".claude/skills"),
+        "review",
+        "the project's review",
+    );
     let far = skill(&w.home.join(".claude/skills"), "review", "my own review");
     let nearest = skill(&w.project.join(".dsh/skills"), "deploy", "dsh's own");
     let shadowed_by_nearest = skill(&w.project.join(".agents/skills"), "deploy", "cross-vendor");
     let catalog = w.catalog();
     assert_eq!(catalog.skills().len(), 2);
-    let review = catalog.skills().iter().find(|s| s.name == "review").unwrap();
+    let review = catalog
+        .skills()
+        .iter()
+        .find(|s| s.name == "review")
+        .unwrap();
     assert_eq!(review.file, near);
     assert_eq!(review.description, "the project's review");
-    let deploy = catalog.skills().iter().find(|s| s.name == "deploy").unwrap();
+    let deploy = catalog
+        .skills()
+        .iter()
+        .find(|s| s.name == "deploy")
+        .unwrap();
     assert_eq!(deploy.file, nearest);
     let shadowed: Vec<(&Path, &Path)> = catalog
         .shadowed()
         .iter()
         .map(|s| (s.file.as_path(), s.by.as_path()))
         .collect();
-    assert!(shadowed.contains(&(far.as_path(), near.as_path())), "{shadowed:?}");
+    assert!(
+        shadowed.contains(&(far.as_path(), near.as_path())),
+        "{shadowed:?}"
+    );
     assert!(
         shadowed.contains(&(shadowed_by_nearest.as_path(), nearest.as_path())),
         "{shadowed:?}"
@@ -115,7 +148,10 @@ fn a_skill_with_bad_frontmatter_is_skipped_and_named_at_its_line_and_the_rest_lo
     let root = w.project.join(".dsh/skills");
     skill(&root, "good", "works");
     let bad = root.join("broken/SKILL.md");
-    write(&bad, "---\nname: broken\ndescription: [unclosed\n---\nbody\n");
+    write(
+        &bad,
+        "---\nname: broken\ndescription: [unclosed\n---\nbody\n",
+    );
     let missing = root.join("quiet/SKILL.md");
     write(&missing, "---\nname: quiet\n---\nbody\n");
     let misnamed = root.join("folder/SKILL.md");
@@ -133,9 +169,21 @@ fn a_skill_with_bad_frontmatter_is_skipped_and_named_at_its_line_and_the_rest_lo
             .clone()
     };
     // The parser notices the unclosed list where the frontmatter ends.
-    assert!(at(&bad).contains("SKILL.md:4: the frontmatter is not valid YAML"), "{}", at(&bad));
-    assert!(at(&missing).contains(":1: `description` is missing"), "{}", at(&missing));
-    assert!(at(&misnamed).contains(":2:") && at(&misnamed).contains("folder"), "{}", at(&misnamed));
+    assert!(
+        at(&bad).contains("SKILL.md:4: the frontmatter is not valid YAML"),
+        "{}",
+        at(&bad)
+    );
+    assert!(
+        at(&missing).contains(":1: `description` is missing"),
+        "{}",
+        at(&missing)
+    );
+    assert!(
+        at(&misnamed).contains(":2:") && at(&misnamed).contains("folder"),
+        "{}",
+        at(&misnamed)
+    );
 }
 
 #[test]
@@ -153,7 +201,9 @@ fn a_fifo_in_a_skills_place_is_refused_at_once_not_waited_on() {
     // and must finish well within the bound.
     let places = w.places();
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(Catalog::discover(&places)));
+    std::thread::spawn(move || {
+        let _ = tx.send(Catalog::discover(&places));
+    });
     let catalog = rx
         .recv_timeout(std::time::Duration::from_secs(20))
         .expect("discovery hung on a FIFO");
@@ -164,7 +214,10 @@ fn a_fifo_in_a_skills_place_is_refused_at_once_not_waited_on() {
 }
 
 fn nix_mkfifo(path: &Path) {
-    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -175,11 +228,26 @@ fn commands_come_from_three_roots_nearest_first_and_built_in_names_are_refused()
         &w.project.join(".dsh/commands/review.md"),
         "---\ndescription: Review a file\nargument-hint: FILE [FOCUS]\n---\nReview $1 with focus on $2.\n",
     );
-    write(&w.project.join(".claude/commands/review.md"), "Claude's review\n");
-    write(&w.project.join(".claude/commands/fix-issue.md"), "# Fix an issue\nFix issue $ARGUMENTS.\n");
-    write(&w.dsh_home.join("commands/standup.md"), "Write my standup.\n");
-    write(&w.project.join(".dsh/commands/help.md"), "Not the built-in.\n");
-    write(&w.project.join(".dsh/commands/notes.txt"), "not a command\n");
+    write(
+        &w.project.join(".claude/commands/review.md"),
+        "Claude's review\n",
+    );
+    write(
+        &w.project.join(".claude/commands/fix-issue.md"),
+        "# Fix an issue\nFix issue $ARGUMENTS.\n",
+    );
+    write(
+        &w.dsh_home.join("commands/standup.md"),
+        "Write my standup.\n",
+    );
+    write(
+        &w.project.join(".dsh/commands/help.md"),
+        "Not the built-in.\n",
+    );
+    write(
+        &w.project.join(".dsh/commands/notes.txt"),
+        "not a command\n",
+    );
     let catalog = w.catalog();
     let names: Vec<&str> = catalog.commands().iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["fix-issue", "review", "standup"]);
@@ -191,7 +259,10 @@ fn commands_come_from_three_roots_nearest_first_and_built_in_names_are_refused()
     assert_eq!(catalog.shadowed()[0].kind, Kind::Command);
     let problems: Vec<String> = catalog.problems().iter().map(ToString::to_string).collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].contains("/help is a built-in command"), "{problems:?}");
+    assert!(
+        problems[0].contains("/help is a built-in command"),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -201,7 +272,10 @@ fn a_slash_line_expands_arguments_into_the_command_or_the_skill() {
         &w.project.join(".dsh/commands/review.md"),
         "---\ndescription: Review\n---\nReview $1 (focus: $2). Everything: $ARGUMENTS\n",
     );
-    write(&w.project.join(".dsh/commands/plain.md"), "Tidy the imports.\n");
+    write(
+        &w.project.join(".dsh/commands/plain.md"),
+        "Tidy the imports.\n",
+    );
     skill(&w.project.join(".dsh/skills"), "pdf", "Read PDFs");
     let catalog = w.catalog();
     let review = catalog
@@ -218,15 +292,28 @@ fn a_slash_line_expands_arguments_into_the_command_or_the_skill() {
     let pdf = catalog.expand("/pdf report.pdf").unwrap().unwrap();
     assert_eq!(pdf.kind, Kind::Skill);
     assert!(pdf.prompt.contains("Do the pdf thing."), "{}", pdf.prompt);
-    assert!(pdf.prompt.contains("ARGUMENTS: report.pdf"), "{}", pdf.prompt);
-    assert!(pdf.prompt.contains(&w.project.join(".dsh/skills/pdf").display().to_string()));
+    assert!(
+        pdf.prompt.contains("ARGUMENTS: report.pdf"),
+        "{}",
+        pdf.prompt
+    );
+    assert!(
+        pdf.prompt
+            .contains(&w.project.join(".dsh/skills/pdf").display().to_string())
+    );
     // Not an invocation: unknown names, paths, ordinary text.
     assert!(catalog.expand("/unknown x").is_none());
     assert!(catalog.expand("/usr/bin/env").is_none());
     assert!(catalog.expand("review this").is_none());
     // A command edited after the session started is read as it is now.
-    write(&w.project.join(".dsh/commands/plain.md"), "Sort the imports.\n");
-    assert_eq!(catalog.expand("/plain").unwrap().unwrap().prompt, "Sort the imports.");
+    write(
+        &w.project.join(".dsh/commands/plain.md"),
+        "Sort the imports.\n",
+    );
+    assert_eq!(
+        catalog.expand("/plain").unwrap().unwrap().prompt,
+        "Sort the imports."
+    );
     // And one removed is an error naming the file.
     std::fs::remove_file(w.project.join(".dsh/commands/plain.md")).unwrap();
     let gone = catalog.expand("/plain").unwrap().unwrap_err().to_string();
@@ -248,10 +335,17 @@ fn invocation_controls_decide_who_sees_a_skill() {
     let catalog = w.catalog();
     let model: Vec<&str> = catalog.model_skills().map(|s| s.name.as_str()).collect();
     assert_eq!(model, ["style"]);
-    let person: Vec<String> = catalog.slash_entries().into_iter().map(|e| e.name).collect();
+    let person: Vec<String> = catalog
+        .slash_entries()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(person, ["deploy"]);
     assert!(catalog.expand("/style").is_none());
     let section = dsh_skills::prompt::render(&catalog).unwrap();
-    assert!(section.contains("<skill name=\"style\">House style</skill>"), "{section}");
+    assert!(
+        section.contains("<skill name=\"style\">House style</skill>"),
+        "{section}"
+    );
     assert!(!section.contains("deploy"), "{section}");
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
 use dsh_session::{Message, SessionId};
+pub use dsh_tui::commands::PlanSwitch;
 use dsh_tui::commands::Typed;
 use parking_lot::Mutex;
 use rustyline::error::ReadlineError;
@@ -84,19 +85,6 @@ commands:
   //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
 
-/// What `/plan` asks for.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PlanSwitch {
-    /// `/plan`: on when off, off when on.
-    Toggle,
-    /// `/plan on`.
-    On,
-    /// `/plan off`.
-    Off,
-    /// `/plan TEXT`: on, then TEXT is the prompt.
-    With(String),
-}
-
 /// Parses one submitted line (`//text` and paths are messages; see
 /// [`dsh_tui::commands::classify`]).
 pub fn parse(line: &str) -> ChatCommand {
@@ -115,10 +103,7 @@ pub fn parse(line: &str) -> ChatCommand {
         ("compact", []) => ChatCommand::Compact(None),
         ("compact", focus) => ChatCommand::Compact(Some(focus.join(" "))),
         ("context", []) => ChatCommand::Context,
-        ("plan", []) => ChatCommand::Plan(PlanSwitch::Toggle),
-        ("plan", ["on"]) => ChatCommand::Plan(PlanSwitch::On),
-        ("plan", ["off"]) => ChatCommand::Plan(PlanSwitch::Off),
-        ("plan", words) => ChatCommand::Plan(PlanSwitch::With(words.join(" "))),
+        ("plan", words) => ChatCommand::Plan(PlanSwitch::of(words)),
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
         ("exit" | "quit" | "new" | "sessions" | "cancel" | "help" | "context", _) => {
             ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
@@ -324,15 +309,15 @@ fn send(handle: &AgentHandle, text: String, say: &impl Fn(&str)) {
 fn switch_plan(harness: &Harness, handle: &AgentHandle, switch: PlanSwitch, say: &impl Fn(&str)) {
     let agent = handle.agent();
     let on = harness.plan_mode().is_some_and(|p| p.is_active(agent.id()));
-    let (target, text) = match switch {
-        PlanSwitch::Toggle => (!on, None),
-        PlanSwitch::On => (true, None),
-        PlanSwitch::Off => (false, None),
-        PlanSwitch::With(text) => (true, Some(text)),
+    let target = switch.target(on);
+    let text = match switch {
+        PlanSwitch::With(text) => Some(text),
+        _ => None,
     };
     match harness.set_plan(agent, target) {
         Ok(_) if target => say(
-            "plan mode on: the agent explores read-only and proposes a plan for your approval              (/plan off to leave)",
+            "plan mode on: the agent explores read-only and proposes a plan for your approval \
+             (/plan off to leave)",
         ),
         Ok(_) => say("plan mode off"),
         Err(e) => return say(&format!("dsh: {e}")),
@@ -350,17 +335,10 @@ fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
         .map(|c| c.slash_entries())
         .unwrap_or_default();
     if !entries.is_empty() {
-        text.push_str(
-            "
-this project's commands and skills:",
-        );
+        text.push_str("\nthis project's commands and skills:");
         for e in entries {
             let hint = e.argument_hint.map(|h| format!(" {h}")).unwrap_or_default();
-            text.push_str(&format!(
-                "
-  /{}{hint}  {}",
-                e.name, e.description
-            ));
+            text.push_str(&format!("\n  /{}{hint}  {}", e.name, e.description));
         }
     }
     text

@@ -17,6 +17,7 @@ use dsh_harness::{
 };
 use dsh_kernel::Context;
 use dsh_session::{SessionId, SessionOrigin};
+use dsh_tui::commands::Entry;
 use dsh_tui::runner::TuiOptions;
 use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
 
@@ -101,6 +102,37 @@ impl TuiHost for Host {
         let mut request = SessionRequest::new(SessionReference::Resume(id.to_string()));
         request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
+    }
+
+    fn commands(&self, session: &SessionId) -> Vec<Entry> {
+        let Some(catalog) = self.harness.catalog(session) else {
+            return Vec::new();
+        };
+        catalog
+            .slash_entries()
+            .into_iter()
+            .map(|e| Entry {
+                name: e.name,
+                args: e.argument_hint.unwrap_or_default(),
+                what: e.description,
+            })
+            .collect()
+    }
+
+    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+        Some(
+            self.harness
+                .expand(session, line)?
+                .map(|expansion| expansion.prompt)
+                .map_err(|problem| HostError(problem.to_string())),
+        )
+    }
+
+    fn set_plan(&self, agent: &AgentHandle, on: bool) -> Result<(), HostError> {
+        self.harness
+            .set_plan(agent.agent(), on)
+            .map(|_| ())
+            .map_err(host_error)
     }
 
     async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError> {

@@ -15,10 +15,68 @@ pub enum Command {
     Mode,
     /// `/cost`: tokens and cost of this session.
     Cost,
+    /// `/plan [on|off|TEXT]`: plan mode.
+    Plan(PlanSwitch),
     /// `/help`: keys and commands.
     Help,
     /// `/exit`.
     Exit,
+}
+
+/// What `/plan` asks for (the line chat reads it the same way).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanSwitch {
+    /// `/plan`: on when off, off when on.
+    Toggle,
+    /// `/plan on`.
+    On,
+    /// `/plan off`.
+    Off,
+    /// `/plan TEXT`: on, then TEXT is the prompt.
+    With(String),
+}
+
+impl PlanSwitch {
+    /// The switch `/plan` with `words` asks for.
+    pub fn of(words: &[&str]) -> Self {
+        match words {
+            [] => PlanSwitch::Toggle,
+            ["on"] => PlanSwitch::On,
+            ["off"] => PlanSwitch::Off,
+            words => PlanSwitch::With(words.join(" ")),
+        }
+    }
+
+    /// Whether plan mode should be on afterwards, given whether it is on now.
+    pub fn target(&self, on: bool) -> bool {
+        match self {
+            PlanSwitch::Toggle => !on,
+            PlanSwitch::Off => false,
+            PlanSwitch::On | PlanSwitch::With(_) => true,
+        }
+    }
+}
+
+/// A row of the command popup and of `/help`: a built-in command, or one of the session's own
+/// (a custom command or a skill).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The name, without the slash.
+    pub name: String,
+    /// What follows the name (`[ID]`, an argument hint), or nothing.
+    pub args: String,
+    /// What it does.
+    pub what: String,
+}
+
+impl Entry {
+    fn builtin(&(name, args, what): &(&str, &str, &str)) -> Self {
+        Self {
+            name: name.to_owned(),
+            args: args.to_owned(),
+            what: what.to_owned(),
+        }
+    }
 }
 
 /// What a submitted line is.
@@ -28,6 +86,9 @@ pub enum Submitted {
     Say(String),
     /// A command.
     Command(Command),
+    /// `/name args` for a name no built-in has: the session's own command or skill, if it has
+    /// one by that name (the whole line, trimmed).
+    Custom(String),
     /// An unknown or malformed command, with the message to show.
     Invalid(String),
 }
@@ -39,6 +100,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("model", "", "show the model and the catalogue"),
     ("mode", "", "show the sandbox and approval mode"),
     ("cost", "", "tokens and cost of this session"),
+    (
+        "plan",
+        "[on|off|TEXT]",
+        "plan mode: explore read-only, then approve a plan",
+    ),
     ("help", "", "keys and commands"),
     ("exit", "", "leave (also /quit, Ctrl+D on an empty draft)"),
 ];
@@ -90,33 +156,40 @@ pub fn parse(line: &str) -> Submitted {
         ("model", []) => Command::Model,
         ("mode", []) => Command::Mode,
         ("cost", []) => Command::Cost,
+        ("plan", words) => Command::Plan(PlanSwitch::of(words)),
         ("help", []) => Command::Help,
         ("exit" | "quit", []) => Command::Exit,
         ("resume", _) => return Submitted::Invalid("usage: /resume [SESSION_ID]".to_owned()),
         (known, _) if COMMANDS.iter().any(|(n, _, _)| *n == known) || known == "quit" => {
             return Submitted::Invalid(format!("usage: /{known} (it takes no arguments)"));
         }
-        _ => return Submitted::Invalid(format!("unknown command /{name} (try /help)")),
+        _ => return Submitted::Custom(line.trim().to_owned()),
     };
     Submitted::Command(command)
 }
 
-/// Commands matching a draft that starts with `/` (exact, then prefix, then subsequence).
-pub fn matches(draft: &str) -> Vec<&'static (&'static str, &'static str, &'static str)> {
+/// Every command the popup and `/help` offer: the built-ins, then the session's own.
+pub fn entries(custom: &[Entry]) -> Vec<Entry> {
+    COMMANDS
+        .iter()
+        .map(Entry::builtin)
+        .chain(custom.iter().cloned())
+        .collect()
+}
+
+/// Commands matching a draft that starts with `/` (prefix, then subsequence), the built-ins
+/// and then `custom` (the session's own commands and skills) in each group.
+pub fn matches(draft: &str, custom: &[Entry]) -> Vec<Entry> {
     let Some(typed) = draft.strip_prefix('/') else {
         return Vec::new();
     };
     if typed.contains(char::is_whitespace) || typed.starts_with('/') {
         return Vec::new();
     }
-    let mut prefix: Vec<_> = COMMANDS
-        .iter()
-        .filter(|(n, _, _)| n.starts_with(typed))
-        .collect();
-    let fuzzy = COMMANDS
-        .iter()
-        .filter(|(n, _, _)| !n.starts_with(typed) && subsequence(typed, n));
-    prefix.extend(fuzzy);
+    let all = entries(custom);
+    let (mut prefix, rest): (Vec<Entry>, Vec<Entry>) =
+        all.into_iter().partition(|e| e.name.starts_with(typed));
+    prefix.extend(rest.into_iter().filter(|e| subsequence(typed, &e.name)));
     prefix
 }
 
@@ -146,17 +219,37 @@ mod tests {
             Submitted::Say("/usr/bin/cc fails".into())
         );
         assert_eq!(parse("//exit"), Submitted::Say("/exit".into()));
-        assert!(matches!(parse("/bogus"), Submitted::Invalid(_)));
+        assert_eq!(parse("/bogus x"), Submitted::Custom("/bogus x".into()));
         assert!(matches!(parse("/new now"), Submitted::Invalid(_)));
+        assert_eq!(
+            parse("/plan the cache"),
+            Submitted::Command(Command::Plan(PlanSwitch::With("the cache".into())))
+        );
+        assert_eq!(
+            parse("/plan off"),
+            Submitted::Command(Command::Plan(PlanSwitch::Off))
+        );
     }
 
     #[test]
     fn the_popup_filters_by_prefix_then_subsequence() {
-        let names = |d: &str| matches(d).iter().map(|(n, _, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names("/re"), ["resume"]);
+        let review = Entry {
+            name: "review".into(),
+            args: "FILE".into(),
+            what: "Review a file".into(),
+        };
+        let custom = [review];
+        let names = |d: &str| {
+            matches(d, &custom)
+                .into_iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("/re"), ["resume", "review"]);
         assert_eq!(names("/mo"), ["model", "mode"]);
         assert_eq!(names("/xt"), ["exit"]);
+        assert_eq!(names("/rvw"), ["review"]);
         assert!(names("/new x").is_empty());
-        assert_eq!(names("/").len(), COMMANDS.len());
+        assert_eq!(names("/").len(), COMMANDS.len() + 1);
     }
 }

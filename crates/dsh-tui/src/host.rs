@@ -10,6 +10,8 @@ use dsh_agent::AgentHandle;
 use dsh_kernel::Context;
 use dsh_session::SessionId;
 
+use crate::commands::Entry;
+
 /// A failure the host reports; the UI shows its message as an error notice.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -79,4 +81,22 @@ pub trait TuiHost: Send + Sync + 'static {
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError>;
     /// Stored sessions, most recently active first.
     async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError>;
+    /// The session's own slash commands (custom commands and skills), for the popup and
+    /// `/help`. None by default.
+    fn commands(&self, session: &SessionId) -> Vec<Entry> {
+        let _ = session;
+        Vec::new()
+    }
+    /// The prompt `/name args` stands for in `session`; `None` when it names none of the
+    /// session's commands, an error when its file cannot be read now.
+    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+        let _ = (session, line);
+        None
+    }
+    /// Turns plan mode of `agent`'s session on or off (`/plan`); the session's log records
+    /// it, and the UI shows it from there. Unsupported by default.
+    fn set_plan(&self, agent: &AgentHandle, on: bool) -> Result<(), HostError> {
+        let _ = (agent, on);
+        Err(HostError("plan mode is not available here".to_owned()))
+    }
 }

@@ -9,7 +9,7 @@
 //! restoring the terminal), [`transcript`] and [`cell`] (the app-owned, virtualized transcript),
 //! [`markdown`], [`diff`], [`wrap`] and [`sanitize`] (turning text into styled rows),
 //! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash commands), [`approval`] (inline
-//! approval cards), [`app`] (all UI state and key handling), [`view`] (drawing a frame) and
+//! approval cards), [`question`] (question and plan cards), [`app`] (all UI state and key handling), [`view`] (drawing a frame) and
 //! [`runner`] (the event loop).
 
 pub mod app;
@@ -21,6 +21,7 @@ pub mod diff;
 pub mod files;
 pub mod host;
 pub mod markdown;
+pub mod question;
 pub mod runner;
 pub mod sanitize;
 pub mod status;
@@ -31,4 +32,5 @@ pub mod wrap;
 
 pub use approval::TuiApprover;
 pub use host::{HostError, HostInfo, ModelEntry, Prices, SessionEntry, TuiHost};
+pub use question::TuiQuestioner;
 pub use runner::{TuiError, TuiExit, run};

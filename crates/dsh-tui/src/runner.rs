@@ -16,7 +16,7 @@ use crossterm::event::EventStream;
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
 use dsh_session::{Message, SessionEvent, SessionEventFired, SessionId};
-use dsh_tools::Approver;
+use dsh_tools::{Approver, Questioner};
 use futures::StreamExt as _;
 use parking_lot::Mutex;
 use ratatui::Terminal;
@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use crate::app::{App, Effect};
 use crate::approval::TuiApprover;
 use crate::host::{HostError, SessionEntry, TuiHost};
+use crate::question::TuiQuestioner;
 use crate::terminal::{TerminalGuard, restore};
 use crate::view;
 
@@ -104,6 +105,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let (approver, mut asks) = TuiApprover::new(Some(host.ctx().clone()));
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
+    let (questioner, mut questions) = TuiQuestioner::new(current.clone());
+    let _ = host.ctx().provide::<dyn Questioner>(Arc::new(questioner));
 
     {
         // The `@path` index, listed off the event loop.
@@ -178,6 +181,10 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                 app.ask(ask, Instant::now());
                 dirty = true;
             }
+            Some(ask) = questions.recv() => {
+                app.question(ask, Instant::now());
+                dirty = true;
+            }
             _ = sigterm.recv() => app.exit = true,
             _ = sighup.recv() => app.exit = true,
             _ = sigint.recv() => app.exit = true,
@@ -242,6 +249,38 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     });
                 }
                 Effect::Redraw => redraw(&mut terminal)?,
+                Effect::Expand { line, queue } => {
+                    let expanded = app.session.as_ref().and_then(|id| host.expand(id, &line));
+                    match expanded {
+                        Some(Ok(prompt)) => {
+                            for effect in app.say(prompt, queue) {
+                                if let Effect::Send(text) | Effect::Queue(text) = effect {
+                                    send(&handle, &mut app, text, queue);
+                                }
+                            }
+                        }
+                        Some(Err(e)) => app.transcript.error(e.to_string()),
+                        None => {
+                            let name = line.split_whitespace().next().unwrap_or(&line);
+                            app.transcript.error(format!("unknown command {name}"));
+                        }
+                    }
+                }
+                Effect::Plan { on, then } => match &handle {
+                    Some(h) => match host.set_plan(h, on) {
+                        Ok(()) => {
+                            if let Some(text) = then {
+                                for effect in app.say(text, false) {
+                                    if let Effect::Send(text) = effect {
+                                        send(&handle, &mut app, text, false);
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => app.transcript.error(e.to_string()),
+                    },
+                    None => app.transcript.error("no session; try /new"),
+                },
             }
         }
     }
@@ -351,6 +390,7 @@ async fn open(
             // both, and the replay bound drops its second copy.
             *current.lock() = Some(session.id().clone());
             app.open(session.id().clone(), &session.events(), Instant::now());
+            app.custom = host.commands(session.id());
             Some(h)
         }
         Err(e) => {

@@ -203,16 +203,6 @@ fn a_write_outside_the_workspace_asks_on_the_terminal_and_runs_once_allowed() {
     wait_exit(&mut child, &screen);
 }
 
-/// The text of every tool result the model read in request `n`.
-fn tool_results(w: &World, n: usize) -> Vec<String> {
-    w.server.requests()[n]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[test]
 fn in_the_chat_plan_shows_the_plan_y_approves_and_the_turn_goes_on() {
     let w = World::new();
@@ -236,9 +226,9 @@ fn in_the_chat_plan_shows_the_plan_y_approves_and_the_turn_goes_on() {
     screen.wait_for("dsh chat --resume", at);
     wait_exit(&mut child, &screen);
     assert!(
-        tool_results(&w, 1)[0].starts_with("The user approved the plan"),
+        w.tool_results(1)[0].starts_with("The user approved the plan"),
         "{:?}",
-        tool_results(&w, 1)
+        w.tool_results(1)
     );
     let first = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
     assert!(first.contains("Plan mode is on"), "{first}");
@@ -279,7 +269,7 @@ fn in_the_chat_a_question_is_answered_by_number_and_a_custom_command_is_sent_exp
     let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
     assert!(sent.contains("Choose a store for the sessions."), "{sent}");
     assert_eq!(
-        tool_results(&w, 1)[0],
+        w.tool_results(1)[0],
         "The user answered:\n1. Which store? → Postgres"
     );
 }

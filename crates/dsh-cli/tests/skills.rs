@@ -31,16 +31,6 @@ fn system(w: &World, n: usize) -> String {
         .to_owned()
 }
 
-/// The text of every tool result the model read in request `n`.
-fn tool_results(w: &World, n: usize) -> Vec<String> {
-    w.server.requests()[n]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
@@ -87,7 +77,7 @@ fn the_model_sees_skill_descriptions_only_and_loads_a_body_with_the_skill_tool()
     assert!(!prompt.contains(".claude/skills"), "no paths in the prefix");
     assert!(tool_names(&w.server.requests()[0].body).contains(&"skill".to_owned()));
     // The body arrives as the tool's result, with the folder for its other files.
-    let loaded = &tool_results(&w, 1)[0];
+    let loaded = &w.tool_results(1)[0];
     assert!(loaded.contains("SECRET-PDF-STEPS: use pdftk."), "{loaded}");
     let folder = project_skills.join("pdf").canonicalize().unwrap();
     assert!(
@@ -288,7 +278,7 @@ fn run_plan_prints_the_plan_changes_nothing_and_exits_zero() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{plan}\n"));
     assert!(!target.exists(), "nothing changed while planning");
-    let results = tool_results(&w, 1);
+    let results = w.tool_results(1);
     // bash ran in the read-only sandbox: the write failed inside it.
     assert!(results[0].contains("status 1"), "{results:?}");
     assert!(
@@ -330,7 +320,7 @@ fn a_headless_question_is_answered_at_once_that_nobody_can_be_asked() {
     let mut child = w.spawn(&["run", "set up storage"]);
     let status = common::wait_within(&mut child, std::time::Duration::from_secs(60));
     assert_eq!(status.code(), Some(0));
-    let results = tool_results(&w, 1);
+    let results = w.tool_results(1);
     assert!(
         results[0].contains("no one can answer questions"),
         "{results:?}"

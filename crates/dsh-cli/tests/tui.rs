@@ -318,16 +318,6 @@ fn the_line_chats_resume_continues_a_session_on_the_route_it_was_held_on() {
     assert_eq!(local.requests()[1].body["model"], "local-model");
 }
 
-/// The text of every tool result the model read in request `n`.
-fn tool_results(w: &World, n: usize) -> Vec<String> {
-    w.server.requests()[n]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[test]
 fn the_ui_in_plan_mode_shows_the_plan_and_y_approves_it_in_the_same_turn() {
     let w = World::new();
@@ -348,9 +338,9 @@ fn the_ui_in_plan_mode_shows_the_plan_and_y_approves_it_in_the_same_turn() {
     tui.wait_for("Carrying it out.");
     tui.wait_for("✓ plan approved");
     assert!(
-        tool_results(&w, 1)[0].starts_with("The user approved the plan"),
+        w.tool_results(1)[0].starts_with("The user approved the plan"),
         "{:?}",
-        tool_results(&w, 1)
+        w.tool_results(1)
     );
     tui.type_line("/exit");
     assert_eq!(tui.exit_code(), Some(0));
@@ -395,7 +385,7 @@ fn the_ui_offers_custom_commands_and_answers_a_question_card_with_a_number() {
     let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
     assert!(sent.contains("Choose a store for sessions."), "{sent}");
     assert_eq!(
-        tool_results(&w, 1)[0],
+        w.tool_results(1)[0],
         "The user answered:\n1. Which store? → Postgres"
     );
     tui.type_line("/exit");

@@ -66,6 +66,8 @@ pub enum ChatCommand {
     /// `/name args` for a name that is no built-in: a custom command or a skill, if the
     /// session has one by that name (the whole line).
     Other(String),
+    /// `/rewind [N …]`: list the turns, or go back to the start of turn N.
+    Rewind(Vec<String>),
     /// Nothing to do (an empty line).
     Nothing,
     /// An unknown or malformed command, with the message to show.
@@ -81,6 +83,8 @@ commands:
   /compact [focus]  summarize the older history now (optionally what to keep)
   /context      context used and the session's cost
   /plan [on|off|TEXT]  plan mode: explore read-only, then approve a plan (TEXT: plan this)
+  /rewind [N]   list the turns, or put files and conversation back to the start of turn N
+                (--files-only, --conversation-only, --force)
   /exit         leave (or press Ctrl-D)
   //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
@@ -104,6 +108,7 @@ pub fn parse(line: &str) -> ChatCommand {
         ("compact", focus) => ChatCommand::Compact(Some(focus.join(" "))),
         ("context", []) => ChatCommand::Context,
         ("plan", words) => ChatCommand::Plan(PlanSwitch::of(words)),
+        ("rewind", args) => ChatCommand::Rewind(args.iter().map(|a| (*a).to_owned()).collect()),
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
         ("exit" | "quit" | "new" | "sessions" | "cancel" | "help" | "context", _) => {
             ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
@@ -216,6 +221,13 @@ async fn chat(
             },
             ChatCommand::Compact(focus) => match &handle {
                 Some(h) => say(&crate::usage::compact(&harness, h.agent(), focus.as_deref()).await),
+                None => say("no session; try /new"),
+            },
+            ChatCommand::Rewind(args) => match &handle {
+                Some(h) => {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    say(&crate::rewind::command(&harness, h.agent(), &args).await);
+                }
                 None => say("no session; try /new"),
             },
             ChatCommand::Context => match &handle {
@@ -478,6 +490,7 @@ mod tests {
             ChatCommand::Compact(Some("the parser work".into()))
         );
         assert_eq!(parse("/context"), ChatCommand::Context);
+        assert_eq!(parse("/rewind 2"), ChatCommand::Rewind(vec!["2".into()]));
         assert!(matches!(parse("/resume"), ChatCommand::Invalid(_)));
         assert_eq!(parse("/bogus"), ChatCommand::Other("/bogus".into()));
         assert_eq!(parse("/plan"), ChatCommand::Plan(PlanSwitch::Toggle));

@@ -19,6 +19,7 @@ mod piped;
 mod progress;
 mod question;
 mod render;
+mod rewind;
 mod run;
 mod secrets;
 mod sessions;

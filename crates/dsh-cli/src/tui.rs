@@ -9,17 +9,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use dsh_agent::AgentHandle;
+use dsh_agent::{AgentHandle, AgentRef};
+use dsh_guard::ApprovalPolicy;
 use dsh_harness::config::{Overrides, Settings, process_env};
 use dsh_harness::{
-    DRAIN, FrontEnd, Harness, HarnessError, HarnessOptions, SessionReference, SessionRequest,
-    workspace_dir,
+    DRAIN, FrontEnd, Harness, HarnessError, HarnessOptions, RouteOverrides, SessionReference,
+    SessionRequest, workspace_dir,
 };
 use dsh_kernel::Context;
 use dsh_session::{SessionId, SessionOrigin};
 use dsh_tui::commands::Entry;
 use dsh_tui::runner::TuiOptions;
-use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
+use dsh_tui::{
+    ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
+    TuiHost,
+};
+use tokio_util::sync::CancellationToken;
 
 use crate::signals::Signals;
 
@@ -67,25 +72,27 @@ impl TuiHost for Host {
         self.harness.context()
     }
 
-    fn info(&self) -> HostInfo {
-        let settings = self.harness.settings();
+    fn info(&self, session: Option<&SessionId>) -> HostInfo {
+        // Without a session: what a new one runs under (no session has that empty id).
+        let policy = self.harness.policy(session.unwrap_or(&SessionId::new("")));
         let models = self
             .harness
-            .core()
-            .llm
-            .list_models(&settings.provider.value)
+            .models()
             .into_iter()
             .map(|m| ModelEntry {
-                id: m.id,
-                context_window: m.context_window,
-                prices: None,
+                id: m.facts.id,
+                provider: m.provider,
+                context_window: Some(m.facts.context_window).filter(|w| *w > 0),
+                prices: m.facts.price.map(|p| Prices {
+                    input: p.input,
+                    cache_read: p.cached_input,
+                    output: p.output,
+                }),
             })
             .collect();
-        // The policy of a session that has no choice of its own yet: what a new one runs under.
-        let policy = self.harness.policy(&SessionId::new(""));
         HostInfo {
-            model: settings.model.value.clone(),
-            provider: settings.provider.value.clone(),
+            model: policy.model.id.clone(),
+            provider: policy.provider.clone(),
             cwd: self.cwd.clone(),
             mode: policy.describe(),
             models,
@@ -96,6 +103,11 @@ impl TuiHost for Host {
         let mut request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
         request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
+    }
+
+    async fn locate(&self, reference: &str) -> Result<SessionId, HostError> {
+        let request = SessionRequest::new(SessionReference::Resume(reference.to_owned()));
+        Ok(self.harness.locate(&request).await.map_err(host_error)?.id)
     }
 
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
@@ -153,6 +165,117 @@ impl TuiHost for Host {
                 turns: l.turns,
             })
             .collect())
+    }
+
+    async fn compact(
+        &self,
+        agent: AgentRef,
+        focus: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<String, HostError> {
+        // The same words as the line chat's `/compact`.
+        crate::usage::compact_with(&self.harness, &agent, focus.as_deref(), &cancel)
+            .await
+            .map_err(HostError)
+    }
+
+    fn context(&self, agent: &AgentRef) -> Result<ContextReport, HostError> {
+        let compaction = self.harness.compaction().ok_or_else(|| {
+            HostError("context use is not available (compaction is not mounted)".into())
+        })?;
+        let session = agent.session();
+        let used = compaction.context_use(session);
+        let parts = dsh_compaction::context_breakdown(session, used.calibration, 5);
+        let part = |label: String, tokens| ContextPart { label, tokens };
+        Ok(ContextReport {
+            tokens: used.tokens,
+            window: used.window,
+            measured: used.measured,
+            parts: vec![
+                part("system prompt".into(), parts.system),
+                part(format!("tools ({})", parts.tool_count), parts.tools),
+                part("conversation".into(), parts.history),
+            ],
+            largest: parts
+                .largest
+                .into_iter()
+                .map(|(label, tokens)| part(label, tokens))
+                .collect(),
+        })
+    }
+
+    async fn switch_model(&self, agent: &AgentRef, choice: ModelChoice) -> Result<(), HostError> {
+        let route = RouteOverrides {
+            provider: choice.provider,
+            model: choice.model,
+        };
+        self.harness
+            .switch_route(agent, route)
+            .await
+            .map(drop)
+            .map_err(host_error)
+    }
+
+    fn set_approval(&self, session: &SessionId, policy: Option<&str>) -> Result<(), HostError> {
+        let policy = policy
+            .map(str::parse::<ApprovalPolicy>)
+            .transpose()
+            .map_err(|e| HostError(e.to_string()))?;
+        self.harness.set_approval(session, policy);
+        Ok(())
+    }
+
+    async fn turns(
+        &self,
+        agent: &dsh_agent::AgentRef,
+    ) -> Result<Vec<dsh_tui::rewind::TurnEntry>, HostError> {
+        let service = self
+            .harness
+            .checkpoints()
+            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
+        Ok(service
+            .turns(agent.session())
+            .await
+            .into_iter()
+            .map(|t| dsh_tui::rewind::TurnEntry {
+                turn: t.turn,
+                prompt: t.prompt,
+                changed_files: t.changed_files,
+            })
+            .collect())
+    }
+
+    async fn rewind(
+        &self,
+        agent: &dsh_agent::AgentRef,
+        turn: u64,
+        scope: dsh_tui::rewind::RewindScope,
+    ) -> Result<String, HostError> {
+        use dsh_checkpoint::{RewindMode, RewindRequest};
+        use dsh_tui::rewind::RewindScope;
+        let service = self
+            .harness
+            .checkpoints()
+            .ok_or_else(|| HostError("checkpoints are not available".into()))?;
+        let mode = match scope {
+            RewindScope::Both => RewindMode::Both,
+            RewindScope::Files => RewindMode::FilesOnly,
+            RewindScope::Conversation => RewindMode::ConversationOnly,
+        };
+        let request = RewindRequest {
+            to_turn: turn,
+            mode,
+            force: false,
+        };
+        service
+            .rewind(agent.session(), request)
+            .await
+            .map(|report| {
+                crate::sessions::describe_rewind(turn, &report)
+                    .trim_end()
+                    .to_owned()
+            })
+            .map_err(|e| HostError(e.to_string()))
     }
 }
 
@@ -247,11 +370,11 @@ async fn tui(
     // resumes it, so a bad one is reported in the UI.
     let resume = match &reference {
         SessionReference::New => None,
-        SessionReference::Resume(reference) => Some(SessionId::new(reference.as_str())),
+        SessionReference::Resume(reference) => Some(reference.clone()),
         other => {
             let request = SessionRequest::new(other.clone()).in_dir(&cwd);
             match harness.locate(&request).await {
-                Ok(located) => Some(located.id),
+                Ok(located) => Some(located.id.to_string()),
                 Err(e) => {
                     harness.shutdown().await;
                     return Err(e.into());

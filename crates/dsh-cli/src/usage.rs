@@ -92,14 +92,27 @@ pub fn context(harness: &Harness, agent: &AgentRef) -> String {
 /// `/compact [focus]`: compacts `agent`'s history now (it must be idle) and says what
 /// changed. The chat waits for it; the summary's output ceiling bounds how long.
 pub async fn compact(harness: &Harness, agent: &AgentRef, focus: Option<&str>) -> String {
+    match compact_with(harness, agent, focus, &CancellationToken::new()).await {
+        Ok(text) => text,
+        Err(text) => text,
+    }
+}
+
+/// [`compact`], stopped early when `cancel` fires (the terminal UI's Esc): `Err` says why
+/// nothing was compacted.
+pub async fn compact_with(
+    harness: &Harness,
+    agent: &AgentRef,
+    focus: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
     let Some(service) = harness.compaction() else {
-        return "compaction is not mounted".to_owned();
+        return Err("compaction is not mounted".to_owned());
     };
-    match service
-        .compact_now(agent, focus, &CancellationToken::new())
-        .await
-    {
-        Ok(o) => format!(
+    match service.compact_now(agent, focus, cancel).await {
+        // Its `compaction/end` says it stopped.
+        _ if cancel.is_cancelled() => Ok("not compacted: stopped".to_owned()),
+        Ok(o) => Ok(format!(
             "compacted: ~{} → ~{} tokens{}",
             thousands(o.tokens_before),
             thousands(o.tokens_after),
@@ -108,8 +121,8 @@ pub async fn compact(harness: &Harness, agent: &AgentRef, focus: Option<&str>) -
             } else {
                 " (nothing summarized)"
             }
-        ),
-        Err(e) => format!("not compacted: {e}"),
+        )),
+        Err(e) => Err(format!("not compacted: {e}")),
     }
 }
 

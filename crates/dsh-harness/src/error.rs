@@ -73,6 +73,9 @@ pub enum HarnessError {
     /// Plan mode could not be switched.
     #[error("{0}")]
     Plan(String),
+    /// A checkpoint, rewind, diff or prune failed (a refused rewind says which files).
+    #[error(transparent)]
+    Checkpoint(#[from] dsh_checkpoint::CheckpointError),
 }
 
 impl HarnessError {

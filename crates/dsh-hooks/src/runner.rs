@@ -197,6 +197,7 @@ async fn execute(
         // A hook is the person's own program, not the model's: a session's narrowing (plan
         // mode) is about what the model may do, so hooks keep the configured sandbox.
         session: None,
+        live: None,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ShellConfig;
 use crate::error::ShellError;
+use crate::live::LiveOutput;
 
 /// What a caller (usually the bash tool) asks for; every field but `command` may be left out.
 ///
@@ -40,6 +41,10 @@ pub struct ShellExecRequest {
     /// confine one session's commands more narrowly than the rest (a session in plan mode
     /// runs them read-only). Set by trusted callers only (the tool stamps its caller's).
     pub session: Option<String>,
+    /// Fed the output of a foreground run as it arrives (a front end shows it live); the
+    /// result is the same with or without it. Ignored by background tasks, whose output is
+    /// read with [`read_output`](crate::ShellExecutor::read_output).
+    pub live: Option<LiveOutput>,
 }
 
 impl ShellExecRequest {
@@ -79,6 +84,8 @@ pub struct ShellExecSpec {
     pub workspace: Option<PathBuf>,
     /// The calling session's id, when known (see [`ShellExecRequest::session`]).
     pub session: Option<String>,
+    /// Fed the output of a foreground run as it arrives (ignored by `start`).
+    pub live: Option<LiveOutput>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -107,6 +114,7 @@ pub fn resolve_request(
         unconfined: req.unconfined,
         workspace: req.workspace,
         session: req.session,
+        live: req.live,
     })
 }
 

@@ -8,9 +8,11 @@
 //! Module map: [`host`] (what the composition root provides), [`terminal`] (entering and always
 //! restoring the terminal), [`transcript`] and [`cell`] (the app-owned, virtualized transcript),
 //! [`markdown`], [`diff`], [`wrap`] and [`sanitize`] (turning text into styled rows),
-//! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash commands), [`approval`] (inline
-//! approval cards), [`question`] (question and plan cards), [`app`] (all UI state and key handling), [`view`] (drawing a frame) and
-//! [`runner`] (the event loop).
+//! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash
+//! commands; what each does is `dispatch.rs`), [`picker`] (the session and model pickers),
+//! [`rewind`] (the `/rewind` picker), [`approval`] (inline approval cards), [`question`]
+//! (question and plan cards), [`app`] (all UI state and key handling), [`view`] (drawing a
+//! frame) and [`runner`] (the event loop).
 
 pub mod app;
 pub mod approval;
@@ -18,10 +20,15 @@ pub mod cell;
 pub mod commands;
 pub mod composer;
 pub mod diff;
+mod dispatch;
+mod export;
 pub mod files;
+pub mod highlight;
 pub mod host;
 pub mod markdown;
+pub mod picker;
 pub mod question;
+pub mod rewind;
 pub mod runner;
 pub mod sanitize;
 pub mod status;
@@ -31,6 +38,9 @@ pub mod view;
 pub mod wrap;
 
 pub use approval::TuiApprover;
-pub use host::{HostError, HostInfo, ModelEntry, Prices, SessionEntry, TuiHost};
+pub use host::{
+    ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
+    TuiHost,
+};
 pub use question::TuiQuestioner;
 pub use runner::{TuiError, TuiExit, run};

@@ -8,7 +8,7 @@ use dsh_agent::{AgentPlan, AgentPlanner, AgentRegistry};
 use dsh_kernel::{Context, KernelError, Notification};
 use dsh_session::{SessionId, SessionStore};
 use dsh_shell::ShellExecutor;
-use dsh_tools::{Approver, FileAccess, Routes, ToolRuntime};
+use dsh_tools::{Approver, FileAccess, Questioner, Routes, ToolRuntime};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::errors::{AcpError, invalid};
 use crate::options::AcpOptions;
 use crate::permission::BridgeApprover;
+use crate::question::BridgeQuestioner;
 use crate::record::SessionRecord;
 
 /// `acp/closing`: the bridge stopped accepting sessions and is tearing its own down (the
@@ -72,6 +73,7 @@ impl Bridge {
         let file_routes = Routes::<dyn FileAccess>::shared(ctx)?;
         let shell_routes = Routes::<dyn ShellExecutor>::shared(ctx)?;
         let wants_approver = ctx.get::<dyn Approver>().is_none();
+        let wants_questioner = ctx.get::<dyn Questioner>().is_none();
         let mut failure: Option<KernelError> = None;
         let bridge = Arc::new_cyclic(|weak| {
             let owns_approver = wants_approver && {
@@ -88,6 +90,16 @@ impl Bridge {
                     }
                 }
             };
+            if wants_questioner {
+                let questioner: Arc<dyn Questioner> = Arc::new(BridgeQuestioner {
+                    bridge: weak.clone(),
+                });
+                match own.provide::<dyn Questioner>(questioner) {
+                    // Provided concurrently by another bridge: it routes by session too.
+                    Ok(()) | Err(KernelError::ServiceAlreadyProvided { .. }) => {}
+                    Err(e) => failure = Some(e),
+                }
+            }
             Bridge {
                 ctx: own.clone(),
                 registry,

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use dsh_checkpoint::{Checkpoints, RewindRequest};
 use dsh_compaction::Compaction;
+use dsh_skills::{Catalog, Catalogs};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -60,9 +61,15 @@ struct SlashCommand {
 const COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "mode",
-        description: "Show or switch the session mode (default, auto, read-only)",
-        hint: "default | auto | read-only",
+        description: "Show or switch the session mode (default, auto, read-only, plan)",
+        hint: "default | auto | read-only | plan",
         run: Runner::Now(mode),
+    },
+    SlashCommand {
+        name: "plan",
+        description: "Plan mode: explore read-only, then approve a plan before anything changes",
+        hint: "on | off (no argument switches)",
+        run: Runner::Now(crate::planning::command),
     },
     SlashCommand {
         name: "model",
@@ -84,7 +91,7 @@ const COMMANDS: &[SlashCommand] = &[
     },
 ];
 
-fn mode(_bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, Error> {
+fn mode(bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, Error> {
     if args.is_empty() {
         let all: Vec<&str> = Mode::ALL.iter().map(|m| m.id()).collect();
         return Ok(format!(
@@ -94,9 +101,11 @@ fn mode(_bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, 
         ));
     }
     let mode = Mode::from_id(args).ok_or_else(|| {
-        crate::errors::invalid(format!("unknown mode: {args} (default, auto, read-only)"))
+        crate::errors::invalid(format!(
+            "unknown mode: {args} (default, auto, read-only, plan)"
+        ))
     })?;
-    record.state.switch_mode(mode);
+    crate::planning::choose_mode(bridge, record, mode)?;
     Ok(format!("mode: {}", mode.id()))
 }
 
@@ -201,9 +210,10 @@ fn rewind(
     .boxed()
 }
 
-/// The `available_commands_update` sent after `session/new` and `session/load`.
-pub(crate) fn advertised() -> SessionUpdate {
-    let commands = COMMANDS
+/// The `available_commands_update` sent after `session/new` and `session/load`: the built-in
+/// commands, then the session's custom commands and the skills a person may invoke.
+pub(crate) fn advertised(bridge: &Bridge, record: &SessionRecord) -> SessionUpdate {
+    let mut commands: Vec<AvailableCommand> = COMMANDS
         .iter()
         .map(|c| {
             AvailableCommand::new(c.name, c.description).input(AvailableCommandInput::Unstructured(
@@ -211,7 +221,38 @@ pub(crate) fn advertised() -> SessionUpdate {
             ))
         })
         .collect();
+    if let Some(catalog) = catalog(bridge, record) {
+        for entry in catalog.slash_entries() {
+            let mut command = AvailableCommand::new(entry.name, entry.description);
+            if let Some(hint) = entry.argument_hint {
+                command = command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(hint),
+                ));
+            }
+            commands.push(command);
+        }
+    }
     SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+}
+
+fn catalog(bridge: &Bridge, record: &SessionRecord) -> Option<Arc<Catalog>> {
+    bridge.ctx.get::<Catalogs>()?.get(record.agent().id())
+}
+
+/// The prompt a `/name args` prompt stands for when `name` is one of the session's custom
+/// commands or skills (never a built-in: those are looked up first); an error text names a
+/// file that cannot be read now.
+pub(crate) fn custom(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    prompt: &str,
+) -> Option<Result<String, String>> {
+    let expanded = catalog(bridge, record)?.expand(prompt)?;
+    Some(
+        expanded
+            .map(|e| e.prompt)
+            .map_err(|problem| format!("Error: {problem}")),
+    )
 }
 
 /// The command a prompt names, with its argument: `None` for an ordinary prompt (a path like
@@ -268,6 +309,13 @@ pub(crate) fn run(bridge: &Bridge, record: &SessionRecord, prompt: &str) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_built_in_is_reserved_against_custom_commands() {
+        for c in COMMANDS {
+            assert!(dsh_skills::is_reserved(c.name), "{}", c.name);
+        }
+    }
 
     #[test]
     fn only_a_leading_known_command_word_is_a_command() {

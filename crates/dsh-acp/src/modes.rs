@@ -13,11 +13,14 @@ pub enum Mode {
     Auto,
     /// Refuse every mutating tool call (`read-only`): the model is told why and nothing runs.
     ReadOnly,
+    /// Plan mode (`plan`): the model explores read-only (commands confined read-only, changes
+    /// refused by plan mode itself) and proposes a plan; approving it leaves the mode.
+    Plan,
 }
 
 impl Mode {
     /// Every mode, in the order the client lists them.
-    pub const ALL: [Mode; 3] = [Mode::Ask, Mode::Auto, Mode::ReadOnly];
+    pub const ALL: [Mode; 4] = [Mode::Ask, Mode::Auto, Mode::ReadOnly, Mode::Plan];
 
     /// The wire id.
     pub fn id(self) -> &'static str {
@@ -25,6 +28,7 @@ impl Mode {
             Mode::Ask => "default",
             Mode::Auto => "auto",
             Mode::ReadOnly => "read-only",
+            Mode::Plan => "plan",
         }
     }
 
@@ -48,7 +52,7 @@ impl Mode {
     pub(crate) fn approval_policy(self) -> Option<dsh_guard::ApprovalPolicy> {
         match self {
             Mode::Auto => Some(dsh_guard::ApprovalPolicy::Auto),
-            Mode::Ask | Mode::ReadOnly => None,
+            Mode::Ask | Mode::ReadOnly | Mode::Plan => None,
         }
     }
 
@@ -62,6 +66,10 @@ impl Mode {
             Mode::ReadOnly => (
                 "Read only",
                 "Refuse commands and file changes; reading and searching still work",
+            ),
+            Mode::Plan => (
+                "Plan",
+                "Explore read-only and propose a plan; nothing changes until you approve it",
             ),
         };
         SessionMode::new(self.id(), name).description(description.to_owned())

@@ -135,6 +135,9 @@ pub(crate) fn install_policy(
                 return Ok(inner);
             }
             Ok(match state.mode() {
+                // Plan mode itself refused what a planning session may not do; what is left
+                // reads, or runs confined read-only.
+                Mode::Plan => PreExecute::Allow,
                 Mode::ReadOnly => PreExecute::Deny {
                     reason: format!(
                         "the session is in read-only mode: `{name}` may not run; \

@@ -57,9 +57,14 @@ pub(crate) struct Admitted {
 }
 
 /// Reserves the session's prompt slot, validates the content, and queues the prompt with
-/// `followup`. The message id is recorded before the enqueue, because an idle agent claims
-/// the prompt (and reports the claim) before `followup` returns.
-pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted, Error> {
+/// `followup` (as `expanded` when a custom command or skill stood for it). The message id is
+/// recorded before the enqueue, because an idle agent claims the prompt (and reports the
+/// claim) before `followup` returns.
+pub(crate) fn admit(
+    bridge: &Bridge,
+    request: &PromptRequest,
+    expanded: Option<String>,
+) -> Result<Admitted, Error> {
     if bridge.is_closed() {
         return Err(internal("bridge has been disposed"));
     }
@@ -72,7 +77,10 @@ pub(crate) fn admit(bridge: &Bridge, request: &PromptRequest) -> Result<Admitted
     // Looked at before the enqueue: an idle agent logs the prompt before `followup` returns.
     let prompted_before = crate::list::title_of(record.agent().session()).is_some();
     let queued = (|| {
-        let text = render(&request.prompt)?;
+        let text = match expanded {
+            Some(text) => text,
+            None => render(&request.prompt)?,
+        };
         let agent = record.agent();
         let registered = bridge.registry.get(&id);
         if !registered.is_some_and(|live| same_agent(&live, agent)) {

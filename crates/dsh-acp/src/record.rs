@@ -53,6 +53,9 @@ pub(crate) struct SessionState {
     pub(crate) terminals: Arc<TerminalCards>,
     slot: Mutex<Option<Arc<Inflight>>>,
     mode: Mutex<Mode>,
+    /// The mode to return to when plan mode ends (the one it was entered from, or the one the
+    /// client chose to leave it for).
+    after_plan: Mutex<Mode>,
     /// Where the mode's approval policy goes for the guard (when one is mounted): "auto" stops
     /// the guard asking too, not only the bridge's own listener.
     policies: Option<Arc<SessionPolicies>>,
@@ -106,6 +109,7 @@ impl SessionState {
             closed: CancellationToken::new(),
             slot: Mutex::new(None),
             mode: Mutex::new(mode),
+            after_plan: Mutex::new(mode),
             policies,
             model: Mutex::new(None),
             route,
@@ -178,6 +182,25 @@ impl SessionState {
                 .update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     SessionModeId::new(mode.id()),
                 )));
+        }
+    }
+
+    /// Sets the mode plan mode returns to when it ends.
+    pub(crate) fn return_after_plan(&self, mode: Mode) {
+        *self.after_plan.lock() = mode;
+    }
+
+    /// Follows the session's plan mode (a `plan/mode` event, from whichever side switched
+    /// it): entering shows the `plan` mode, leaving returns to the mode it was entered from,
+    /// each told to the client.
+    pub(crate) fn follow_plan(&self, active: bool) {
+        let current = self.mode();
+        if active && current != Mode::Plan {
+            self.return_after_plan(current);
+            self.switch_mode(Mode::Plan);
+        } else if !active && current == Mode::Plan {
+            let back = *self.after_plan.lock();
+            self.switch_mode(if back == Mode::Plan { Mode::Ask } else { back });
         }
     }
 
@@ -287,6 +310,12 @@ pub(crate) fn wiring(
                 "the ACP bridge was handed a context that belongs to no agent".into()
             })?;
             state.bind(&agent);
+            // A session whose log ends in plan mode opens in the `plan` mode (the answer's
+            // `modes` says so; the client does not know the session yet).
+            if dsh_plan::events::active_in(&agent.session().events()) {
+                state.return_after_plan(state.mode());
+                state.set_mode(Mode::Plan);
+            }
             if replay {
                 for event in agent.session().events() {
                     state.updates.event(event, Source::Replay);
@@ -315,6 +344,9 @@ fn listen(ctx: &Context, state: &Arc<SessionState>, agent: &AgentRef) -> Result<
             && let Some(inflight) = s.inflight()
         {
             inflight.turn_ended(end.turn, &end.reason);
+        }
+        if let Some(change) = dsh_plan::ModeChange::of(&notice.event) {
+            s.follow_plan(change.active);
         }
         s.updates.event(notice.event.clone(), Source::Live);
     })?;

@@ -190,7 +190,10 @@ where
 /// Tells the client which slash commands the session takes.
 fn advertise_commands(bridge: &Bridge, id: &SessionId) {
     if let Some(record) = bridge.record(id) {
-        record.state.updates.update(commands::advertised());
+        record
+            .state
+            .updates
+            .update(commands::advertised(bridge, &record));
     }
 }
 
@@ -276,8 +279,7 @@ fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Erro
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
     let mode = Mode::from_id(&request.mode_id.0)
         .ok_or_else(|| invalid(format!("unknown mode: {}", request.mode_id.0)))?;
-    record.state.switch_mode(mode);
-    Ok(())
+    crate::planning::choose_mode(bridge, &record, mode)
 }
 
 fn connection(
@@ -434,7 +436,24 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
             }
         }
     }
-    let admitted = match prompt::admit(bridge, request) {
+    // `/name args` naming one of the session's custom commands or skills is sent expanded.
+    let mut expanded = None;
+    if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
+        && let Ok(text) = prompt::render(&request.prompt)
+    {
+        match commands::custom(bridge, &record, &text) {
+            None => {}
+            Some(Ok(prompt)) => expanded = Some(prompt),
+            Some(Err(error)) => {
+                say(&record, error);
+                return answer(bridge, responder, async move {
+                    record.state.updates.drained().await;
+                    Ok(PromptResponse::new(StopReason::EndTurn))
+                });
+            }
+        }
+    }
+    let admitted = match prompt::admit(bridge, request, expanded) {
         Ok(admitted) => admitted,
         Err(e) => return reply(responder, Err(e)),
     };

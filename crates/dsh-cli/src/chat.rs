@@ -15,6 +15,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
 use dsh_session::{Message, SessionId};
+pub use dsh_tui::commands::PlanSwitch;
 use dsh_tui::commands::Typed;
 use parking_lot::Mutex;
 use rustyline::error::ReadlineError;
@@ -60,6 +61,11 @@ pub enum ChatCommand {
     Compact(Option<String>),
     /// `/context`: context use and session cost.
     Context,
+    /// `/plan [on|off|TEXT]`: switch plan mode (TEXT: on, then send it).
+    Plan(PlanSwitch),
+    /// `/name args` for a name that is no built-in: a custom command or a skill, if the
+    /// session has one by that name (the whole line).
+    Other(String),
     /// `/rewind [N …]`: list the turns, or go back to the start of turn N.
     Rewind(Vec<String>),
     /// Nothing to do (an empty line).
@@ -76,6 +82,7 @@ commands:
   /cancel       cancel the running turn (or press Ctrl-C)
   /compact [focus]  summarize the older history now (optionally what to keep)
   /context      context used and the session's cost
+  /plan [on|off|TEXT]  plan mode: explore read-only, then approve a plan (TEXT: plan this)
   /rewind [N]   list the turns, or put files and conversation back to the start of turn N
                 (--files-only, --conversation-only, --force)
   /exit         leave (or press Ctrl-D)
@@ -100,12 +107,13 @@ pub fn parse(line: &str) -> ChatCommand {
         ("compact", []) => ChatCommand::Compact(None),
         ("compact", focus) => ChatCommand::Compact(Some(focus.join(" "))),
         ("context", []) => ChatCommand::Context,
+        ("plan", words) => ChatCommand::Plan(PlanSwitch::of(words)),
         ("rewind", args) => ChatCommand::Rewind(args.iter().map(|a| (*a).to_owned()).collect()),
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
         ("exit" | "quit" | "new" | "sessions" | "cancel" | "help" | "context", _) => {
             ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
         }
-        _ => ChatCommand::Invalid(format!("unknown command /{name} (try /help)")),
+        _ => ChatCommand::Other(line.trim().to_owned()),
     }
 }
 
@@ -118,10 +126,11 @@ pub fn main(
     flags: Overrides,
     cwd: Option<PathBuf>,
     reference: SessionReference,
+    plan: bool,
 ) -> i32 {
     let first = reference.clone();
     crate::tui::start(settings, cwd, &reference, |settings, cwd, signals| {
-        chat(settings, flags, cwd, first, signals)
+        chat(settings, flags, cwd, first, signals, plan)
     })
 }
 
@@ -131,6 +140,7 @@ async fn chat(
     cwd: PathBuf,
     first: SessionReference,
     signals: crate::signals::Signals,
+    plan: bool,
 ) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new().context("cannot open the terminal")?;
     let history = settings.home.value.join("history");
@@ -160,6 +170,7 @@ async fn chat(
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let sink = output_sink(&harness, current.clone(), printer.clone())?;
     let approver = crate::approve::install(&harness, printer.clone(), current.clone())?;
+    let questioner = crate::question::install(&harness, printer.clone(), current.clone())?;
 
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
     let (tx, mut inputs) = mpsc::unbounded_channel();
@@ -175,9 +186,9 @@ async fn chat(
         harness.settings().provider.value,
         cwd.display()
     ));
-    let mut handle = open(&harness, first, &cwd, &current, &say).await;
+    let mut handle = open(&harness, first, &cwd, &current, &say, plan).await;
     if handle.is_none() {
-        handle = open(&harness, SessionReference::New, &cwd, &current, &say).await;
+        handle = open(&harness, SessionReference::New, &cwd, &current, &say, plan).await;
     }
     // Start-up is over: Ctrl-C cancels the turn from here on (`sigint`); SIGTERM still ends dsh.
     signals.interactive();
@@ -190,14 +201,16 @@ async fn chat(
         let command = match input {
             Input::Eof => break,
             Input::Interrupt => ChatCommand::Cancel,
-            // An open approval question takes the next line as its answer.
+            // An open approval question takes the next line as its answer, as does a question
+            // the agent asked.
             Input::Line(line) if approver.answer(&line) => continue,
+            Input::Line(line) if questioner.answer(&line) => continue,
             Input::Line(line) => parse(&line),
         };
         match command {
             ChatCommand::Nothing => {}
             ChatCommand::Exit => break,
-            ChatCommand::Help => say(HELP),
+            ChatCommand::Help => say(&help(&harness, handle.as_ref())),
             ChatCommand::Invalid(message) => say(&message),
             ChatCommand::Cancel => match &handle {
                 Some(h) if h.agent().status() == AgentStatus::Running => {
@@ -229,7 +242,7 @@ async fn chat(
             },
             ChatCommand::New => {
                 close(handle.take()).await;
-                handle = open(&harness, SessionReference::New, &cwd, &current, &say).await;
+                handle = open(&harness, SessionReference::New, &cwd, &current, &say, false).await;
             }
             ChatCommand::Resume(reference) => {
                 // The reference is checked before the current session is given up: a typo
@@ -241,31 +254,35 @@ async fn chat(
                     Ok(located) => {
                         close(handle.take()).await;
                         let reference = SessionReference::Resume(located.id.to_string());
-                        handle = open(&harness, reference, &cwd, &current, &say).await;
+                        handle = open(&harness, reference, &cwd, &current, &say, false).await;
                         if handle.is_none() {
                             handle =
-                                open(&harness, SessionReference::New, &cwd, &current, &say).await;
+                                open(&harness, SessionReference::New, &cwd, &current, &say, false)
+                                    .await;
                         }
                     }
                     Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
                 }
             }
-            ChatCommand::Say(text) => {
-                let Some(h) = &handle else {
-                    say("no session; try /new");
-                    continue;
-                };
-                let agent = h.agent();
-                let steering = agent.status() == AgentStatus::Running;
-                let sent = if steering {
-                    agent.steer(Message::user_text(text))
-                } else {
-                    agent.followup(Message::user_text(text))
-                };
-                match sent {
-                    Ok(_) if steering => say("(steering: joins the running turn at its next step)"),
-                    Ok(_) => {}
-                    Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
+            ChatCommand::Say(text) => match &handle {
+                Some(h) => send(h, text, &say),
+                None => say("no session; try /new"),
+            },
+            ChatCommand::Plan(switch) => match &handle {
+                Some(h) => switch_plan(&harness, h, switch, &say),
+                None => say("no session; try /new"),
+            },
+            ChatCommand::Other(line) => {
+                let expanded = handle
+                    .as_ref()
+                    .and_then(|h| harness.expand(h.agent().id(), &line));
+                match (expanded, &handle) {
+                    (Some(Ok(expansion)), Some(h)) => send(h, expansion.prompt, &say),
+                    (Some(Err(problem)), _) => say(&format!("dsh: {problem}")),
+                    _ => {
+                        let name = line.split_whitespace().next().unwrap_or(&line);
+                        say(&format!("unknown command {name} (try /help)"));
+                    }
                 }
             }
         }
@@ -286,20 +303,78 @@ async fn chat(
     Ok(())
 }
 
+/// Sends `text` to the chat's agent: a prompt when it is idle, steering when it works.
+fn send(handle: &AgentHandle, text: String, say: &impl Fn(&str)) {
+    let agent = handle.agent();
+    let steering = agent.status() == AgentStatus::Running;
+    let sent = if steering {
+        agent.steer(Message::user_text(text))
+    } else {
+        agent.followup(Message::user_text(text))
+    };
+    match sent {
+        Ok(_) if steering => say("(steering: joins the running turn at its next step)"),
+        Ok(_) => {}
+        Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
+    }
+}
+
+/// `/plan`: switches plan mode of the chat's session (and sends the text of `/plan TEXT`).
+fn switch_plan(harness: &Harness, handle: &AgentHandle, switch: PlanSwitch, say: &impl Fn(&str)) {
+    let agent = handle.agent();
+    let on = harness.plan_mode().is_some_and(|p| p.is_active(agent.id()));
+    let target = switch.target(on);
+    let text = match switch {
+        PlanSwitch::With(text) => Some(text),
+        _ => None,
+    };
+    match harness.set_plan(agent, target) {
+        Ok(_) if target => say(
+            "plan mode on: the agent explores read-only and proposes a plan for your approval \
+             (/plan off to leave)",
+        ),
+        Ok(_) => say("plan mode off"),
+        Err(e) => return say(&format!("dsh: {e}")),
+    }
+    if let Some(text) = text {
+        send(handle, text, say);
+    }
+}
+
+/// `/help`: the built-in commands, then the session's own commands and skills.
+fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
+    let mut text = HELP.to_owned();
+    let entries = handle
+        .and_then(|h| harness.catalog(h.agent().id()))
+        .map(|c| c.slash_entries())
+        .unwrap_or_default();
+    if !entries.is_empty() {
+        text.push_str("\nthis project's commands and skills:");
+        for e in entries {
+            let hint = e.argument_hint.map(|h| format!(" {h}")).unwrap_or_default();
+            text.push_str(&format!("\n  /{}{hint}  {}", e.name, e.description));
+        }
+    }
+    text
+}
+
 /// Opens the chat's session (through the harness: the resume-route rule, prefixes, `-c`) and
-/// points the output at it first, so nothing it logs while opening is missed.
+/// points the output at it first, so nothing it logs while opening is missed. `plan` opens it
+/// in plan mode.
 async fn open(
     harness: &Harness,
     reference: SessionReference,
     cwd: &std::path::Path,
     current: &Mutex<Option<SessionId>>,
     say: &impl Fn(&str),
+    plan: bool,
 ) -> Option<AgentHandle> {
     // A resumed session works in its own directory; the chat's is for new ones (and `-c`).
-    let request = match reference {
+    let mut request = match reference {
         SessionReference::Resume(_) => SessionRequest::new(reference),
         other => SessionRequest::new(other).in_dir(cwd),
     };
+    request.plan = plan;
     let failed = |e: dsh_harness::HarnessError| say(&format!("dsh: {:#}", anyhow::Error::new(e)));
     let located = match harness.locate(&request).await {
         Ok(located) => located,
@@ -419,7 +494,13 @@ mod tests {
         assert_eq!(parse("/context"), ChatCommand::Context);
         assert_eq!(parse("/rewind 2"), ChatCommand::Rewind(vec!["2".into()]));
         assert!(matches!(parse("/resume"), ChatCommand::Invalid(_)));
-        assert!(matches!(parse("/bogus"), ChatCommand::Invalid(_)));
+        assert_eq!(parse("/bogus"), ChatCommand::Other("/bogus".into()));
+        assert_eq!(parse("/plan"), ChatCommand::Plan(PlanSwitch::Toggle));
+        assert_eq!(parse("/plan off"), ChatCommand::Plan(PlanSwitch::Off));
+        assert_eq!(
+            parse("/plan the cache layer"),
+            ChatCommand::Plan(PlanSwitch::With("the cache layer".into()))
+        );
         assert_eq!(
             parse("fix the bug\n"),
             ChatCommand::Say("fix the bug".into())
@@ -436,7 +517,10 @@ mod tests {
             parse("//exit is a command here?"),
             ChatCommand::Say("/exit is a command here?".into())
         );
-        assert!(matches!(parse("/bogus now"), ChatCommand::Invalid(_)));
+        assert_eq!(
+            parse("/review now"),
+            ChatCommand::Other("/review now".into())
+        );
     }
 
     #[test]
@@ -458,9 +542,17 @@ mod tests {
                 other => panic!("{line}: {other:?}"),
             }
         }
-        assert_eq!(
-            parse("/bogus x"),
-            ChatCommand::Invalid("unknown command /bogus (try /help)".into())
-        );
+        // A name that is no built-in may be a custom command: the session decides.
+        assert_eq!(parse("/bogus x"), ChatCommand::Other("/bogus x".into()));
+    }
+
+    #[test]
+    fn every_built_in_is_reserved_against_custom_commands() {
+        for name in [
+            "exit", "quit", "new", "resume", "sessions", "cancel", "help", "compact", "context",
+            "plan",
+        ] {
+            assert!(dsh_skills::is_reserved(name), "{name}");
+        }
     }
 }

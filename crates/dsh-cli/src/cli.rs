@@ -30,6 +30,10 @@ pub struct Cli {
     /// Without a command: continue the newest session of this directory in the chat.
     #[arg(short = 'c', long = "continue")]
     pub continue_last: bool,
+    /// Without a command: start in plan mode (explore read-only, then propose a plan for
+    /// your approval; `/plan` switches it).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// Model and workspace selection, accepted before or after the subcommand.
@@ -98,6 +102,9 @@ pub enum Command {
     /// Inspect the command hooks that apply to this directory.
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// Inspect the skills and custom commands that apply to this directory.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
     /// Serve the Agent Client Protocol on stdin/stdout (for editors such as Zed).
     ///
     /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
@@ -159,6 +166,10 @@ pub struct RunArgs {
     /// read images (`dsh config show` says which do).
     #[arg(long = "image", value_name = "FILE")]
     pub images: Vec<PathBuf>,
+    /// Plan only: the agent explores read-only and ends with a plan, which is printed as the
+    /// answer (nothing is changed; exit 0 when the turn completed).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// Output formats of `dsh run`.
@@ -181,6 +192,10 @@ pub struct ChatArgs {
     /// Continue the newest session started in this working directory.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     pub continue_last: bool,
+    /// Start in plan mode (explore read-only, then propose a plan for your approval; `/plan`
+    /// switches it).
+    #[arg(long)]
+    pub plan: bool,
 }
 
 /// `dsh sessions …`.
@@ -296,6 +311,14 @@ pub enum HooksCommand {
     List,
 }
 
+/// `dsh skills …`.
+#[derive(Subcommand, Debug)]
+pub enum SkillsCommand {
+    /// The skills and custom commands a session here gets, with the folder each comes from,
+    /// those shadowed by a nearer one of the same name, and the files skipped (with why).
+    List,
+}
+
 /// `dsh config …`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
@@ -375,5 +398,23 @@ mod tests {
         };
         assert_eq!(run.task, ["fix", "--the", "bug"]);
         assert_eq!(run.max_turns, Some(3));
+    }
+
+    #[test]
+    fn plan_is_a_flag_of_run_chat_and_the_bare_ui() {
+        let cli = Cli::try_parse_from(["dsh", "run", "--plan", "design", "it"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert!(run.plan);
+        assert_eq!(run.task, ["design", "it"]);
+        let Some(Command::Chat(chat)) = Cli::try_parse_from(["dsh", "chat", "--plan"])
+            .unwrap()
+            .command
+        else {
+            panic!("not chat")
+        };
+        assert!(chat.plan);
+        assert!(Cli::try_parse_from(["dsh", "--plan"]).unwrap().plan);
     }
 }

@@ -17,6 +17,7 @@ mod logging;
 mod mcp;
 mod piped;
 mod progress;
+mod question;
 mod render;
 mod rewind;
 mod run;
@@ -36,7 +37,7 @@ use clap::{CommandFactory, Parser};
 use dsh_harness::config::{Settings, process_env};
 use dsh_harness::{SessionReference, workspace_dir};
 
-use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand, SkillsCommand};
 
 fn main() {
     // The per-command supervisor is dsh re-executed: dispatched before anything else runs
@@ -62,6 +63,7 @@ fn main() {
                 cli.global.cwd,
                 reference(args.resume, args.continue_last),
                 cli.plain,
+                args.plan || cli.plan,
             ),
             Err(e) => fail(&e.into()),
         },
@@ -69,8 +71,23 @@ fn main() {
             sessions::main(Settings::load(&overrides), overrides, &command, cli.plain)
         }
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
-            Ok(settings) => print_out(&settings.render(&process_env)),
+            Ok(settings) => {
+                let mut text = settings.render(&process_env);
+                if let Ok(cwd) = workspace_dir(cli.global.cwd.clone()) {
+                    dsh_harness::skills::render_folders(&mut text, &settings, &cwd);
+                }
+                print_out(&text)
+            }
             Err(e) => fail(&e.into()),
+        },
+        Some(Command::Skills(SkillsCommand::List)) => match Settings::load(&overrides)
+            .map_err(anyhow::Error::from)
+            .and_then(|settings| {
+                let cwd = workspace_dir(cli.global.cwd.clone())?;
+                Ok(dsh_harness::skills::list(&settings, &cwd))
+            }) {
+            Ok(text) => print_out(&text),
+            Err(e) => fail(&e),
         },
         Some(Command::Mcp(McpCommand::List)) => match Settings::load(&overrides) {
             Ok(settings) => mcp::list(settings),
@@ -102,6 +119,7 @@ fn main() {
                 cli.global.cwd,
                 reference(None, cli.continue_last),
                 cli.plain,
+                cli.plan,
             ),
             Err(e) => fail(&e.into()),
         },

@@ -83,6 +83,7 @@ pub fn main(
         cwd: (explicit_cwd || !matches!(reference, SessionReference::Resume(_))).then_some(cwd),
         reference,
         max_turns: args.max_turns,
+        plan: args.plan,
         ..SessionRequest::default()
     };
     let runtime = match crate::runtime() {
@@ -280,6 +281,22 @@ async fn drive(
     }
     let handle = opened.handle;
     let agent = handle.agent().clone();
+    // `/name args` runs a custom command or a skill of the session's catalog.
+    let task = match harness.expand(&id, &task) {
+        None => task,
+        Some(Ok(expansion)) => expansion.prompt,
+        Some(Err(problem)) => {
+            if let Some(sink) = sink {
+                sink.close();
+            }
+            if machine {
+                print_result_line(&id, 1, None, "", elapsed());
+            }
+            eprintln!("dsh: {problem}");
+            handle.dispose().await;
+            return 1;
+        }
+    };
     agent.when_idle().await;
     // Start-up is over: from here on a signal stops the turn gracefully.
     signals.graceful();
@@ -317,7 +334,11 @@ async fn drive(
     {
         tracing::warn!(%error, "flushing the session failed");
     }
-    let outcome = Outcome::of(&agent.session().events_from(first_seq));
+    let mut outcome = Outcome::of(&agent.session().events_from(first_seq));
+    // In plan mode the answer is the plan the agent proposed, not its closing remark.
+    if let Some(plan) = dsh_plan::events::last_plan(&agent.session().events_from(first_seq)) {
+        outcome.text = plan;
+    }
     if let Some(sink) = sink {
         sink.close();
     }

@@ -150,7 +150,7 @@ pub fn main(
     };
     if let C::Resume { id } = command {
         let reference = SessionReference::Resume(id.clone());
-        return crate::tui::interactive(settings, flags, None, reference, plain);
+        return crate::tui::interactive(settings, flags, None, reference, plain, false);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -27,18 +27,19 @@ pub fn wanted(plain: bool) -> bool {
 }
 
 /// The interactive front end for `dsh`, `dsh chat` and `dsh sessions resume`: the full-screen
-/// UI when [`wanted`], else the line chat.
+/// UI when [`wanted`], else the line chat. `plan` opens the first session in plan mode.
 pub fn interactive(
     settings: Settings,
     flags: Overrides,
     cwd: Option<PathBuf>,
     reference: SessionReference,
     plain: bool,
+    plan: bool,
 ) -> i32 {
     if wanted(plain) {
-        main(settings, flags, cwd, reference)
+        main(settings, flags, cwd, reference, plan)
     } else {
-        crate::chat::main(settings, flags, cwd, reference)
+        crate::chat::main(settings, flags, cwd, reference, plan)
     }
 }
 
@@ -48,10 +49,11 @@ pub fn main(
     flags: Overrides,
     cwd: Option<PathBuf>,
     reference: SessionReference,
+    plan: bool,
 ) -> i32 {
     let first = reference.clone();
     start(settings, cwd, &reference, |settings, cwd, signals| {
-        tui(settings, flags, cwd, first, signals)
+        tui(settings, flags, cwd, first, signals, plan)
     })
 }
 
@@ -124,6 +126,7 @@ async fn tui(
     cwd: PathBuf,
     reference: SessionReference,
     signals: Signals,
+    plan: bool,
 ) -> anyhow::Result<()> {
     let history = settings.home.value.join("tui-history.jsonl");
     let harness = start_harness(settings, flags).await?;
@@ -143,7 +146,7 @@ async fn tui(
             }
         }
     };
-    let host = Arc::new(HarnessHost::new(harness, cwd));
+    let host = Arc::new(HarnessHost::new(harness, cwd).plan_first(plan));
     let options = TuiOptions {
         resume,
         history: Some(history),

@@ -202,3 +202,74 @@ fn a_write_outside_the_workspace_asks_on_the_terminal_and_runs_once_allowed() {
     screen.wait_for("dsh chat --resume", at);
     wait_exit(&mut child, &screen);
 }
+
+#[test]
+fn in_the_chat_plan_shows_the_plan_y_approves_and_the_turn_goes_on() {
+    let w = World::new();
+    let plan = "# Plan\n1. Add the cache.";
+    w.server
+        .push(MockResponse::tool_call(
+            "p1",
+            "exit_plan_mode",
+            &serde_json::json!({ "plan": plan }).to_string(),
+        ))
+        .push(MockResponse::text("Carrying it out."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("/plan add a cache");
+    let at = screen.wait_for("plan mode on", at);
+    let at = screen.wait_for("│ 1. Add the cache.", at);
+    let at = screen.wait_for("[y] approve and start", at);
+    screen.type_line("y");
+    let at = screen.wait_for("Carrying it out.", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    assert!(
+        w.tool_results(1)[0].starts_with("The user approved the plan"),
+        "{:?}",
+        w.tool_results(1)
+    );
+    let first = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
+    assert!(first.contains("Plan mode is on"), "{first}");
+}
+
+#[test]
+fn in_the_chat_a_question_is_answered_by_number_and_a_custom_command_is_sent_expanded() {
+    let w = World::new();
+    let dir = w.cwd.path().join(".dsh/commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("store.md"),
+        "---\ndescription: Pick a store\n---\nChoose a store for $ARGUMENTS.\n",
+    )
+    .unwrap();
+    let question = serde_json::json!({"questions": [{"question": "Which store?", "options": [
+        {"label": "SQLite"}, {"label": "Postgres", "description": "shared"}]}]})
+    .to_string();
+    w.server
+        .push(MockResponse::tool_call(
+            "q1",
+            "ask_user_question",
+            &question,
+        ))
+        .push(MockResponse::text("Postgres it is."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("/help");
+    let at = screen.wait_for("/store  Pick a store", at);
+    screen.type_line("/store the sessions");
+    let at = screen.wait_for("? Which store?", at);
+    let at = screen.wait_for("2. Postgres — shared", at);
+    screen.type_line("2");
+    let at = screen.wait_for("Postgres it is.", at);
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
+    assert!(sent.contains("Choose a store for the sessions."), "{sent}");
+    assert_eq!(
+        w.tool_results(1)[0],
+        "The user answered:\n1. Which store? → Postgres"
+    );
+}

@@ -319,6 +319,79 @@ fn the_line_chats_resume_continues_a_session_on_the_route_it_was_held_on() {
 }
 
 #[test]
+fn the_ui_in_plan_mode_shows_the_plan_and_y_approves_it_in_the_same_turn() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "p1",
+            "exit_plan_mode",
+            &serde_json::json!({"plan": "# Plan\n1. Add the cache layer."}).to_string(),
+        ))
+        .push(MockResponse::text("Carrying it out."));
+    let mut tui = Tui::start(&w, &["--plan"], &[]);
+    tui.ready();
+    tui.wait_for("· plan mode ·");
+    tui.type_line("add a cache");
+    tui.wait_for("▌ Plan");
+    tui.wait_for("y approve and start");
+    tui.keys("y");
+    tui.wait_for("Carrying it out.");
+    tui.wait_for("✓ plan approved");
+    assert!(
+        w.tool_results(1)[0].starts_with("The user approved the plan"),
+        "{:?}",
+        w.tool_results(1)
+    );
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let events = w.load(&w.only_session_id());
+    let modes: Vec<bool> = events
+        .iter()
+        .filter_map(|e| dsh_plan::ModeChange::of(e).map(|m| m.active))
+        .collect();
+    assert_eq!(modes, [true, false]);
+}
+
+#[test]
+fn the_ui_offers_custom_commands_and_answers_a_question_card_with_a_number() {
+    let w = World::new();
+    let dir = w.cwd.path().join(".dsh/commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("store.md"),
+        "---\ndescription: Pick a store\nargument-hint: WHAT\n---\nChoose a store for $1.\n",
+    )
+    .unwrap();
+    let question = serde_json::json!({"questions": [{"question": "Which store?", "options": [
+        {"label": "SQLite"}, {"label": "Postgres", "description": "shared"}]}]})
+    .to_string();
+    w.server
+        .push(MockResponse::tool_call(
+            "q1",
+            "ask_user_question",
+            &question,
+        ))
+        .push(MockResponse::text("Postgres it is."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.keys("/sto");
+    tui.wait_for("Pick a store");
+    tui.keys("\t");
+    tui.type_line("sessions");
+    tui.wait_for("2. Postgres — shared");
+    tui.wait_for("1-9 pick");
+    tui.keys("2");
+    tui.wait_for("Postgres it is.");
+    let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
+    assert!(sent.contains("Choose a store for sessions."), "{sent}");
+    assert_eq!(
+        w.tool_results(1)[0],
+        "The user answered:\n1. Which store? → Postgres"
+    );
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+#[test]
 fn a_running_commands_output_streams_into_its_card_before_it_ends() {
     let w = World::new();
     let gate = w.cwd.path().join("gate.fifo");

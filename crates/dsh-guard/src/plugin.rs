@@ -56,6 +56,21 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
             let policies = policies.clone();
             async move {
                 let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
+                // A session narrowed to a stricter mode (plan mode) is decided under it, as
+                // its commands run under it: a command confined read-only needs no question
+                // even where the configured mode would run it unconfined.
+                let guard = match call
+                    .caller
+                    .as_ref()
+                    .and_then(|c| policies.sandbox_for(c.session.header()))
+                {
+                    Some(mode) if guard.sandbox.mode.narrowed_to(mode) != guard.sandbox.mode => {
+                        let mut narrowed = (*guard).clone();
+                        narrowed.sandbox.mode = guard.sandbox.mode.narrowed_to(mode);
+                        Arc::new(narrowed)
+                    }
+                    _ => guard,
+                };
                 let view = CallView {
                     tool: &call.name,
                     effects: call.effects(),

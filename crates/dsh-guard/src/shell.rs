@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use dsh_shell::{ShellError, SuperviseRequest, Supervision, SupervisorLaunch};
 
+use dsh_session::SessionId;
+
 use crate::landlock::{KernelProbe, LandlockProbe};
 use crate::policy::SandboxPolicy;
+use crate::session_policy::SessionPolicies;
 use crate::supervisor::SUPERVISE_ARG;
 
 /// The error code of a command refused because its confining mode cannot be enforced.
@@ -65,13 +68,15 @@ impl SandboxPolicy {
     }
 }
 
-/// Starts each command under [`SupervisorProgram`] with `policy`; refuses every confined
-/// command with `SANDBOX_UNAVAILABLE` when the probe says Landlock cannot be used.
+/// Starts each command under [`SupervisorProgram`] with `policy` (narrowed per session by
+/// [`SessionPolicies`] when given them); refuses every confined command with
+/// `SANDBOX_UNAVAILABLE` when the probe says Landlock cannot be used.
 #[derive(Debug, Clone)]
 pub struct GuardSupervision {
     policy: SandboxPolicy,
     program: SupervisorProgram,
     probe: Arc<dyn LandlockProbe>,
+    policies: Option<Arc<SessionPolicies>>,
 }
 
 impl GuardSupervision {
@@ -90,10 +95,20 @@ impl GuardSupervision {
             policy,
             program,
             probe,
+            policies: None,
         }
     }
 
-    /// The policy every command runs under.
+    /// The same supervision, confining each session's commands with the narrowing `policies`
+    /// hold for it (plan mode's read-only), which from now on say that they reach commands.
+    #[must_use]
+    pub fn with_session_policies(mut self, policies: Arc<SessionPolicies>) -> Self {
+        policies.mark_commands_narrowed();
+        self.policies = Some(policies);
+        self
+    }
+
+    /// The policy every command runs under (before any session's narrowing).
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
     }
@@ -101,7 +116,18 @@ impl GuardSupervision {
 
 impl Supervision for GuardSupervision {
     fn supervisor(&self, request: &SuperviseRequest<'_>) -> Result<SupervisorLaunch, ShellError> {
-        if self.policy.mode.confines() && !request.unconfined {
+        let mut policy = self.policy.for_workspace(request.workspace);
+        let narrowed = request
+            .session
+            .zip(self.policies.as_ref())
+            .and_then(|(session, policies)| policies.sandbox(&SessionId::new(session)));
+        if let Some(mode) = narrowed {
+            policy.mode = policy.mode.narrowed_to(mode);
+        }
+        // A narrowed session's command is never run unconfined, escalation or not: the
+        // narrowing is what the person asked for (plan mode), and it fails closed.
+        let unconfined = request.unconfined && narrowed.is_none();
+        if policy.mode.confines() && !unconfined {
             self.probe.probe().map_err(|e| ShellError::Refused {
                 code: SANDBOX_UNAVAILABLE,
                 message: format!(
@@ -109,13 +135,12 @@ impl Supervision for GuardSupervision {
                      so the command was not run. Rerun dsh with `--sandbox danger-full-access` \
                      to run commands without the sandbox, or enable Landlock (kernel 5.13+, \
                      `lsm=...,landlock`).",
-                    self.policy.mode, e.cause
+                    policy.mode, e.cause
                 ),
             })?;
         }
         let mut args = self.program.args.clone();
-        let policy = self.policy.for_workspace(request.workspace);
-        args.extend(policy.supervisor_args(request.unconfined));
+        args.extend(policy.supervisor_args(unconfined));
         Ok(SupervisorLaunch {
             program: self.program.program.clone(),
             args,

@@ -9,6 +9,7 @@ use dsh_agent::events::{AgentPreStep, PreStepDecision};
 use dsh_agent::{CancelCause, CancelOptions, Setup};
 use dsh_kernel::{BoxError, Context};
 use dsh_prompt::Section;
+use dsh_skills::{Catalog, Places};
 use futures::FutureExt;
 
 use crate::instructions;
@@ -21,8 +22,11 @@ pub struct AgentSpec {
     pub max_turns: Option<u32>,
     /// Send this reasoning effort with every model request (`--effort`, `reasoning_effort`).
     pub reasoning_effort: Option<String>,
-    /// `$DSH_HOME`, whose `AGENTS.md` holds the person's instructions for every project.
+    /// `$DSH_HOME`, whose `AGENTS.md` holds the person's instructions for every project
+    /// (and whose `skills` and `commands` folders the person's skills and commands).
     pub home: Option<PathBuf>,
+    /// The person's home directory (`~/.agents/skills`, `~/.claude/skills`).
+    pub user_home: Option<PathBuf>,
 }
 
 /// The per-agent composition: the `AGENTS.md` section of the agent's own working directory
@@ -32,10 +36,25 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
     let max_turns = spec.max_turns;
     let effort = spec.reasoning_effort.clone();
     let home = spec.home.clone();
+    let user_home = spec.user_home.clone();
     Box::new(move |agent_ctx: Context| {
         async move {
             let cwd = dsh_agent::agent_of(&agent_ctx)
                 .and_then(|agent| agent.session().header().cwd.clone());
+            if let (Some(cwd), Some(home)) = (&cwd, &home) {
+                let places = Places::for_workspace(cwd, home.clone(), user_home.clone());
+                // Found once, when the session starts: the list is part of the prompt's
+                // stable prefix, so a change shows in the next session, never mid-session.
+                let catalog = tokio::task::spawn_blocking(move || Catalog::discover(&places))
+                    .await
+                    .map_err(|e| format!("finding skills failed: {e}"))?;
+                // Front ends that open sessions through the harness say these once
+                // (`OpenedSession::notices`); the log has them for the others.
+                for problem in catalog.problems() {
+                    tracing::info!("skill or command skipped: {problem}");
+                }
+                dsh_skills::attach(&agent_ctx, Arc::new(catalog))?;
+            }
             let section = cwd.and_then(|cwd| {
                 instructions::render(&instructions::discover(&cwd, home.as_deref()))
             });

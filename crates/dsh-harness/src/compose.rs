@@ -15,12 +15,14 @@ use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_checkpoint::{CheckpointPlugin, Checkpoints};
 use dsh_compaction::{Compaction, CompactionPlugin};
 use dsh_fetch::WebPlugin;
-use dsh_guard::{ApprovalPolicy, SandboxMode};
+use dsh_guard::{ApprovalPolicy, SandboxMode, SessionPolicies};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{Context, PluginHandle};
+use dsh_plan::PlanPlugin;
 use dsh_prompt::{Section, SystemPromptConfig};
 use dsh_session::Attachments;
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
+use dsh_skills::SkillsPlugin;
 use dsh_store_jsonl::FileAttachments;
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
@@ -125,6 +127,8 @@ pub struct Harness {
     tools: PluginHandle,
     subagents: PluginHandle,
     web: PluginHandle,
+    skills: PluginHandle,
+    plan: PluginHandle,
     mcp: Option<PluginHandle>,
     hooks: PluginHandle,
     /// Keeps the guard's pipeline listeners registered.
@@ -188,10 +192,15 @@ impl Harness {
                 .collect(),
             ..ShellConfig::default()
         };
+        // One set of per-session policies for the guard's decisions and the commands'
+        // confinement, so a session narrowed to read-only (plan mode) is both.
+        let policies = Arc::new(SessionPolicies::default());
+        ctx.provide(policies.clone())
+            .map_err(|e| HarnessError::start("provide the session policies", e))?;
         let executor = Arc::new(
             LocalShellExecutor::new(shell)
                 .map_err(|e| HarnessError::start("start the shell", e))?
-                .with_supervision(crate::guard::supervision(&settings)),
+                .with_supervision(crate::guard::supervision(&settings, policies)),
         );
         ctx.provide::<dyn ShellExecutor>(executor.clone())
             .map_err(|e| HarnessError::start("provide the shell", e))?;
@@ -255,6 +264,16 @@ impl Harness {
             })
             .await
             .map_err(|e| HarnessError::start("mount the web tools", e))?;
+        // Each session's skills and commands, found when its agent is set up.
+        let skills = ctx
+            .plugin(SkillsPlugin)
+            .await
+            .map_err(|e| HarnessError::start("mount skills", e))?;
+        // After the session policies are provided (above), so plan mode confines commands.
+        let plan = ctx
+            .plugin(PlanPlugin)
+            .await
+            .map_err(|e| HarnessError::start("mount plan mode", e))?;
         let mcp = crate::mcp::mount(&ctx, &settings).await?;
         // After subagents, so the hooks' tool listeners nest inside the subagent plugin's
         // approval rewrite (a hook's `ask` in a child is refused like any child's ask). Idle
@@ -311,6 +330,8 @@ impl Harness {
             tools,
             subagents,
             web,
+            skills,
+            plan,
             mcp,
             hooks,
             _guard: guard,
@@ -396,6 +417,8 @@ impl Harness {
         }
         self.hooks.dispose().await;
         self.compaction.dispose().await;
+        self.plan.dispose().await;
+        self.skills.dispose().await;
         self.checkpoints.dispose().await;
         self.web.dispose().await;
         self.tools.dispose().await;

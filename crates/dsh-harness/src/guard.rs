@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dsh_guard::{
     ApprovalPolicy, Guard, GuardSupervision, Installed, KernelProbe, LandlockProbe,
-    ProgramConfinement, SandboxPolicy, SupervisorProgram, UnavailableProbe,
+    ProgramConfinement, SandboxPolicy, SessionPolicies, SupervisorProgram, UnavailableProbe,
 };
 use dsh_kernel::Context;
 use dsh_prompt::{Section, SystemPrompt};
@@ -42,15 +42,15 @@ fn probe(settings: &Settings, policy: &SandboxPolicy) -> Arc<dyn LandlockProbe> 
 }
 
 /// How the shell runs every command: under dsh itself re-executed as the supervisor
-/// (`dsh __supervise`), or refused (see [`probe`]).
-pub fn supervision(settings: &Settings) -> Arc<dyn Supervision> {
+/// (`dsh __supervise`), or refused (see [`probe`]); a session narrowed in `policies` (plan
+/// mode) runs its commands under the narrower mode.
+pub fn supervision(settings: &Settings, policies: Arc<SessionPolicies>) -> Arc<dyn Supervision> {
     let policy = sandbox_policy(settings);
     let probe = probe(settings, &policy);
-    Arc::new(GuardSupervision::with_probe(
-        policy,
-        SupervisorProgram::this_executable(),
-        probe,
-    ))
+    Arc::new(
+        GuardSupervision::with_probe(policy, SupervisorProgram::this_executable(), probe)
+            .with_session_policies(policies),
+    )
 }
 
 /// How stdio MCP servers start: inside the session's sandbox mode, confined by dsh itself

@@ -10,7 +10,8 @@
 //! - registers the provider routes: every configured provider, built lazily, so a session is
 //!   continued on the route it was held on;
 //! - composes the plugins: core services, the guard (sandbox and approvals), builtin tools,
-//!   subagents, compaction, checkpoints, MCP servers, hooks, persistence;
+//!   subagents, compaction, checkpoints, MCP servers, hooks, skills and custom commands, plan
+//!   mode, persistence;
 //! - resolves a session reference (an id, a unique prefix, the newest session of a
 //!   directory, a fork) and applies the resume-route rule;
 //! - builds each agent's setup (instruction files, reasoning effort, request budget) and says
@@ -62,6 +63,7 @@ mod resume_route;
 mod rewind;
 mod routes;
 mod session_ref;
+pub mod skills;
 mod storage;
 mod store;
 mod switch;

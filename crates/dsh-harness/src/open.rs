@@ -8,8 +8,12 @@
 use std::path::PathBuf;
 
 use dsh_agent::{AgentHandle, AgentRef, CreateAgentOptions, ResumeAgentOptions};
+use std::sync::Arc;
+
 use dsh_guard::SessionPolicies;
+use dsh_plan::{PlanMode, Trigger};
 use dsh_session::{SessionId, SessionMeta};
+use dsh_skills::{Catalog, Catalogs, Expansion, Problem};
 
 use crate::agent_setup::agent_setup;
 use crate::compose::Harness;
@@ -52,6 +56,8 @@ pub struct SessionRequest {
     pub route: RouteOverrides,
     /// Stop after this many model requests (`dsh run --max-turns`).
     pub max_turns: Option<u32>,
+    /// Open the session in plan mode (`--plan`): explore read-only, then propose a plan.
+    pub plan: bool,
 }
 
 impl SessionRequest {
@@ -196,6 +202,20 @@ impl Harness {
             (handle, plan.route())
         };
         let (handle, route) = handle;
+        if let Some(catalog) = self.catalog(&id) {
+            notices.extend(
+                catalog
+                    .problems()
+                    .iter()
+                    .map(|p| format!("skill or command skipped: {p}")),
+            );
+        }
+        if request.plan
+            && let Err(e) = self.set_plan(handle.agent(), true)
+        {
+            handle.dispose().await;
+            return Err(e);
+        }
         // A resumed session keeps the directory it was started in; say so rather than
         // silently ignoring a directory that names another one.
         if resumed
@@ -248,13 +268,58 @@ impl Harness {
             .map(|r| r.model)
             .or_else(|| agent.as_ref().and_then(|a| a.options().model.clone()))
             .unwrap_or_else(|| self.settings.model.value.clone());
+        let plan = self.plan_mode().is_some_and(|p| p.is_active(session));
         EffectivePolicy {
-            sandbox: guard.sandbox.value,
+            plan,
+            // Plan mode runs the session's commands read-only whatever the configured mode.
+            sandbox: if plan {
+                guard
+                    .sandbox
+                    .value
+                    .narrowed_to(dsh_guard::SandboxMode::ReadOnly)
+            } else {
+                guard.sandbox.value
+            },
             network: guard.network.value,
             writable_roots: guard.writable_roots.value.clone(),
             approval,
             provider,
             model: self.settings.catalog.facts(&model),
         }
+    }
+}
+
+impl Harness {
+    /// Plan mode of every session (mounted for every front end).
+    pub fn plan_mode(&self) -> Option<Arc<PlanMode>> {
+        self.ctx.get::<PlanMode>()
+    }
+
+    /// Turns plan mode of `agent`'s session on or off for the person (`/plan`, `--plan`, an
+    /// editor's mode); `false` when it already was so.
+    pub fn set_plan(&self, agent: &AgentRef, active: bool) -> Result<bool, HarnessError> {
+        let mode = self
+            .plan_mode()
+            .ok_or_else(|| HarnessError::Plan("plan mode is not available".to_owned()))?;
+        // Before the first turn it is how the session starts (`--plan`), after it a switch.
+        let by = if agent.session().last_turn() == 0 {
+            Trigger::Start
+        } else {
+            Trigger::User
+        };
+        mode.set(agent, active, by)
+            .map_err(|e| HarnessError::Plan(e.to_string()))
+    }
+
+    /// The skills and commands `session` started with, while its agent lives.
+    pub fn catalog(&self, session: &SessionId) -> Option<Arc<Catalog>> {
+        self.ctx.get::<Catalogs>()?.get(session)
+    }
+
+    /// The prompt a person's `/name args` line stands for in `session` (a custom command or a
+    /// skill), `None` when the line names neither; an error names a file that cannot be read
+    /// now.
+    pub fn expand(&self, session: &SessionId, line: &str) -> Option<Result<Expansion, Problem>> {
+        self.catalog(session)?.expand(line)
     }
 }

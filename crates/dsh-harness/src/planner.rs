@@ -3,7 +3,7 @@
 //! it and provides it to front ends that create agents themselves (`dsh_agent::AgentPlanner`).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -128,6 +128,7 @@ impl Planner {
             max_turns,
             reasoning_effort: settings.reasoning_effort.as_ref().map(|e| e.value.clone()),
             home: Some(settings.home.value.clone()),
+            user_home: crate::env::process_env("HOME").map(PathBuf::from),
         };
         Plan {
             settings,

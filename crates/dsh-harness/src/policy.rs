@@ -10,6 +10,8 @@ use dsh_llm::catalog::ModelFacts;
 /// The effective policy of one session.
 #[derive(Clone, Debug)]
 pub struct EffectivePolicy {
+    /// Whether the session is in plan mode (read-only until the person approves a plan).
+    pub plan: bool,
     /// The sandbox mode commands run in.
     pub sandbox: SandboxMode,
     /// Whether confined commands reach the network.
@@ -38,8 +40,9 @@ impl EffectivePolicy {
         } else {
             ""
         };
+        let plan = if self.plan { "plan · " } else { "" };
         format!(
-            "{} · {}{network}",
+            "{plan}{} · {}{network}",
             self.sandbox.as_str(),
             self.approval.as_str()
         )
@@ -53,6 +56,7 @@ mod tests {
     #[test]
     fn the_description_names_mode_policy_and_network_only_when_confined() {
         let mut policy = EffectivePolicy {
+            plan: false,
             sandbox: SandboxMode::WorkspaceWrite,
             network: false,
             writable_roots: Vec::new(),
@@ -64,5 +68,8 @@ mod tests {
         policy.sandbox = SandboxMode::DangerFullAccess;
         policy.approval = ApprovalPolicy::Auto;
         assert_eq!(policy.describe(), "danger-full-access · auto");
+        policy.plan = true;
+        policy.sandbox = SandboxMode::ReadOnly;
+        assert_eq!(policy.describe(), "plan · read-only · auto · network off");
     }
 }

@@ -194,6 +194,9 @@ async fn execute(
         // workspace being the session's directory.
         unconfined: false,
         workspace: Some(site.cwd.clone()),
+        // A hook is the person's own program, not the model's: a session's narrowing (plan
+        // mode) is about what the model may do, so hooks keep the configured sandbox.
+        session: None,
         live: None,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;

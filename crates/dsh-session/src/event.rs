@@ -369,6 +369,8 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "approval/policy",
     "sandbox/mode",
     "plan/mode",
+    "plan/proposed",
+    "plan/decided",
     "session/title",
     "subagent/descriptor",
     "subagent/start",

@@ -147,6 +147,8 @@ pub(crate) struct Launch<'a> {
     pub unconfined: bool,
     /// The session's workspace, when known.
     pub workspace: Option<&'a Path>,
+    /// The calling session, when known.
+    pub session: Option<&'a str>,
 }
 
 /// Where output goes.
@@ -283,6 +285,7 @@ impl CommandProcess {
             workdir: launch.workdir,
             unconfined: launch.unconfined,
             workspace: launch.workspace,
+            session: launch.session,
         };
         let SupervisorLaunch { program, args } = supervision.supervisor(&request)?;
         let spawn_error = |source| ShellError::Spawn {

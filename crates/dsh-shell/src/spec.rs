@@ -37,6 +37,10 @@ pub struct ShellExecRequest {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// The calling session's id, when known: a [`Supervision`](crate::Supervision) may
+    /// confine one session's commands more narrowly than the rest (a session in plan mode
+    /// runs them read-only). Set by trusted callers only (the tool stamps its caller's).
+    pub session: Option<String>,
     /// Fed the output of a foreground run as it arrives (a front end shows it live); the
     /// result is the same with or without it. Ignored by background tasks, whose output is
     /// read with [`read_output`](crate::ShellExecutor::read_output).
@@ -78,6 +82,8 @@ pub struct ShellExecSpec {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// The calling session's id, when known (see [`ShellExecRequest::session`]).
+    pub session: Option<String>,
     /// Fed the output of a foreground run as it arrives (ignored by `start`).
     pub live: Option<LiveOutput>,
 }
@@ -107,6 +113,7 @@ pub fn resolve_request(
         cancel: req.cancel,
         unconfined: req.unconfined,
         workspace: req.workspace,
+        session: req.session,
         live: req.live,
     })
 }

@@ -94,6 +94,8 @@ pub struct SuperviseRequest<'a> {
     pub unconfined: bool,
     /// The session's workspace, when the caller knows it.
     pub workspace: Option<&'a Path>,
+    /// The calling session's id, when the caller knows it.
+    pub session: Option<&'a str>,
 }
 
 /// The supervisor to start: `program args…`, to which the executor appends the command as the

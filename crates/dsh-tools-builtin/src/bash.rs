@@ -187,6 +187,8 @@ impl TypedTool for BashTool {
             // The guard's pre-execute policy only lets an escalation through once approved.
             unconfined: args.escalate,
             workspace: call.caller().and_then(|c| c.cwd.clone()),
+            // The guard may confine one session more narrowly (plan mode: read-only).
+            session: call.caller().map(|c| c.agent_id.to_string()),
             live: live.as_ref().map(|feed| {
                 let push = feed.pusher();
                 LiveOutput::new(move |chunk| push.push(chunk))

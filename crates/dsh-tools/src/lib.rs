@@ -26,6 +26,7 @@ mod output;
 mod pipeline;
 mod plugin;
 mod presentation;
+mod question;
 mod result;
 mod routes;
 mod runtime;
@@ -51,6 +52,9 @@ pub use output::ToolOutput;
 pub use pipeline::{Dispatched, Prepared};
 pub use plugin::ToolsPlugin;
 pub use presentation::{ToolKind, ToolPresentation};
+pub use question::{
+    Question, QuestionIntent, QuestionOption, QuestionOutcome, QuestionRequest, Questioner, Reply,
+};
 pub use result::ToolCallResult;
 pub use routes::{Routes, routed};
 pub use runtime::{ExecutionMode, Guard, ToolRuntime};

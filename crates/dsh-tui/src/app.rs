@@ -12,10 +12,11 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, Mou
 use dsh_session::{EventKind, MessageId, MessageSource, SessionEvent, SessionId};
 
 use crate::approval::{Answer, Ask, Card};
-use crate::commands::{self, COMMANDS, Command, Submitted};
+use crate::commands::{self, Command, Entry, Submitted};
 use crate::composer::Composer;
 use crate::host::{HostInfo, ModelChoice, SessionEntry};
 pub use crate::picker::{ModelPicker, Picker};
+use crate::question::{CardKey, QuestionAsk, QuestionCard, Step};
 use crate::transcript::Transcript;
 
 /// A second Ctrl+C within this window exits.
@@ -65,6 +66,21 @@ pub enum Effect {
     Rewind(u64, crate::rewind::RewindScope),
     /// Redraw everything.
     Redraw,
+    /// Expand `/name args` with the session's own command or skill, then send (or queue)
+    /// the prompt it stands for.
+    Expand {
+        /// The line as typed.
+        line: String,
+        /// Queue it (Tab) instead of sending.
+        queue: bool,
+    },
+    /// Turn plan mode on or off, then send `then` (`/plan TEXT`).
+    Plan {
+        /// Plan mode from here.
+        on: bool,
+        /// A prompt to send once switched.
+        then: Option<String>,
+    },
 }
 
 /// A message sent but not yet part of the conversation.
@@ -129,8 +145,13 @@ pub struct App {
     pub pending: Vec<Pending>,
     /// Approval cards, first shown.
     pub cards: VecDeque<Card>,
+    /// Question cards (`ask_user_question`, a plan to review), first shown. They take keys
+    /// before approval cards.
+    pub questions: VecDeque<QuestionCard>,
     /// Whether keys go to the card (else to the composer) while one is up.
     pub card_focus: bool,
+    /// The session's own commands and skills (`/name`), for the popup, `/help` and parsing.
+    pub custom: Vec<Entry>,
     /// An overlay, if open.
     pub overlay: Option<Overlay>,
     /// The selected row of the command popup.
@@ -177,7 +198,9 @@ impl App {
             session: None,
             pending: Vec::new(),
             cards: VecDeque::new(),
+            questions: VecDeque::new(),
             card_focus: true,
+            custom: Vec::new(),
             overlay: None,
             popup_selected: 0,
             popup_dismissed: false,
@@ -255,18 +278,50 @@ impl App {
         self.card_focus = true;
     }
 
+    /// A question from the question service.
+    pub fn question(&mut self, ask: QuestionAsk, now: Instant) {
+        self.questions.push_back(QuestionCard::new(ask, now));
+        self.card_focus = true;
+    }
+
+    /// Whether a card (a question or an approval) is waiting for the person.
+    pub fn waiting(&self) -> bool {
+        !self.cards.is_empty() || !self.questions.is_empty()
+    }
+
+    /// What the running turn waits for, when a card is up (the running indicator says it).
+    pub fn waiting_for(&self) -> Option<&'static str> {
+        if !self.questions.is_empty() {
+            Some("Waiting for your answer")
+        } else if !self.cards.is_empty() {
+            Some("Waiting for approval")
+        } else {
+            None
+        }
+    }
+
+    /// Whether plan mode is on in the session on screen (as its log says).
+    pub fn planning(&self) -> bool {
+        self.transcript.planning
+    }
+
     /// Whether the front card takes answer keys at `now` (see [`Card::armed`]).
     pub fn card_armed(&self, now: Instant) -> bool {
-        self.cards
-            .front()
-            .is_some_and(|c| c.armed(now, self.last_typed))
+        match self.questions.front() {
+            Some(q) => q.armed(now, self.last_typed),
+            None => self
+                .cards
+                .front()
+                .is_some_and(|c| c.armed(now, self.last_typed)),
+        }
     }
 
     /// Drops cards whose turn was cancelled; true when any went.
     pub fn prune_cards(&mut self) -> bool {
-        let before = self.cards.len();
+        let before = self.cards.len() + self.questions.len();
         self.cards.retain(|c| !c.withdrawn());
-        before != self.cards.len()
+        self.questions.retain(|q| !q.withdrawn());
+        before != self.cards.len() + self.questions.len()
     }
 
     /// Sets a transient hint.
@@ -275,11 +330,11 @@ impl App {
     }
 
     /// The command popup's rows for the current draft.
-    pub fn popup(&self) -> Vec<&'static (&'static str, &'static str, &'static str)> {
+    pub fn popup(&self) -> Vec<Entry> {
         if self.popup_dismissed || self.overlay.is_some() {
             return Vec::new();
         }
-        commands::matches(self.composer.text())
+        commands::matches(self.composer.text(), &self.custom)
     }
 
     /// `@path` completions for the word at the caret (empty when there is none to offer).
@@ -382,12 +437,16 @@ impl App {
             self.search_key(key);
             return Vec::new();
         }
-        if !self.cards.is_empty() {
+        if self.waiting() {
             if key.code == KeyCode::Tab {
                 self.card_focus = !self.card_focus;
                 return Vec::new();
             }
-            if self.card_focus
+            if self.card_focus && !self.questions.is_empty() {
+                if self.question_key(key, now) {
+                    return Vec::new();
+                }
+            } else if self.card_focus
                 && let Some(effects) = self.card_key(key, now)
             {
                 return effects;
@@ -423,11 +482,11 @@ impl App {
             KeyCode::Enter => return self.submit(false),
             KeyCode::Tab => {
                 let popup = self.popup();
-                if let Some((name, args, _)) =
+                if let Some(entry) =
                     popup.get(self.popup_selected.min(popup.len().saturating_sub(1)))
                 {
-                    let space = if args.is_empty() { "" } else { " " };
-                    self.composer.set_text(&format!("/{name}{space}"));
+                    let space = if entry.args.is_empty() { "" } else { " " };
+                    self.composer.set_text(&format!("/{}{space}", entry.name));
                     return Vec::new();
                 }
                 return self.submit(self.running());
@@ -614,6 +673,9 @@ impl App {
         for card in self.cards.drain(..) {
             let _ = card.ask.reply.send(Answer::Deny(None));
         }
+        for card in self.questions.drain(..) {
+            card.finish(dsh_tools::QuestionOutcome::Cancelled);
+        }
         vec![Effect::Cancel]
     }
 
@@ -636,10 +698,8 @@ impl App {
         // Enter on the popup runs the selected command (every argument is optional); an
         // exact name is listed first, so it is what runs.
         let popup = self.popup();
-        if let Some((name, _, _)) =
-            popup.get(self.popup_selected.min(popup.len().saturating_sub(1)))
-        {
-            self.composer.set_text(&format!("/{name}"));
+        if let Some(entry) = popup.get(self.popup_selected.min(popup.len().saturating_sub(1))) {
+            self.composer.set_text(&format!("/{}", entry.name));
         }
         let Some(text) = self.composer.take() else {
             return Vec::new();
@@ -658,26 +718,69 @@ impl App {
                 self.hint = Some((hint, Instant::now() + DOUBLE_PRESS));
                 Vec::new()
             }
-            Submitted::Say(text) => {
-                if self.running() {
-                    self.pending.push(Pending {
-                        steer: !queue,
-                        text: text.clone(),
-                        id: None,
-                    });
-                }
-                self.scroll_down(usize::MAX);
-                if queue {
-                    vec![Effect::Queue(text)]
-                } else {
-                    vec![Effect::Send(text)]
-                }
-            }
+            Submitted::Say(text) => self.say(text, queue),
             Submitted::Invalid(message) => {
                 self.transcript.error(message);
                 Vec::new()
             }
+            Submitted::Custom(line) => {
+                let name = line
+                    .trim_start_matches('/')
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("");
+                if self.custom.iter().any(|e| e.name == name) {
+                    vec![Effect::Expand { line, queue }]
+                } else {
+                    self.transcript
+                        .error(format!("unknown command /{name} (try /help)"));
+                    Vec::new()
+                }
+            }
             Submitted::Command(command) => self.command(command),
+        }
+    }
+
+    /// Sends `text` (or queues it): a new turn when idle, a steer or a follow-up in the
+    /// pending strip while a turn runs.
+    pub fn say(&mut self, text: String, queue: bool) -> Vec<Effect> {
+        if self.running() {
+            self.pending.push(Pending {
+                steer: !queue,
+                text: text.clone(),
+                id: None,
+            });
+        }
+        self.scroll_down(usize::MAX);
+        if queue {
+            vec![Effect::Queue(text)]
+        } else {
+            vec![Effect::Send(text)]
+        }
+    }
+
+    /// Keys while a question card has focus; false lets the key through to the composer.
+    fn question_key(&mut self, key: KeyEvent, now: Instant) -> bool {
+        let armed = self.card_armed(now);
+        let card_key = match key.code {
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => CardKey::Char(c),
+            KeyCode::Enter => CardKey::Enter,
+            KeyCode::Esc => CardKey::Esc,
+            KeyCode::Backspace => CardKey::Backspace,
+            _ => return false,
+        };
+        let Some(card) = self.questions.front_mut() else {
+            return false;
+        };
+        match card.key(card_key, armed) {
+            Step::Ignored => false,
+            Step::Kept => true,
+            Step::Done => {
+                if let Some(card) = self.questions.pop_front() {
+                    card.close();
+                }
+                true
+            }
         }
     }
 
@@ -807,18 +910,20 @@ impl App {
         }
     }
 
-    /// The help text: keys and commands, from the tables that drive them.
-    pub fn help_text() -> Vec<String> {
+    /// The help text: keys and commands (the session's own after the built-ins), from the
+    /// tables that drive them.
+    pub fn help_text(&self) -> Vec<String> {
         let mut out = vec!["Keys".to_owned()];
         for (key, what) in KEYS {
             out.push(format!("  {key:<18} {what}"));
         }
         out.push(String::new());
         out.push("Commands".to_owned());
-        for (name, args, what) in COMMANDS {
+        for e in commands::entries(&self.custom) {
             out.push(format!(
-                "  /{:<21} {what}",
-                format!("{name} {args}").trim_end()
+                "  /{:<21} {}",
+                format!("{} {}", e.name, e.args).trim_end(),
+                e.what
             ));
         }
         out
@@ -877,5 +982,9 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "y / a / n",
         "approval card: once / this session / deny with a reason",
+    ),
+    (
+        "1-9 · y / n",
+        "question: pick or type an answer · plan: approve / revise",
     ),
 ];

@@ -135,6 +135,8 @@ pub enum CellKind {
     Tool(Box<ToolCard>),
     /// A one-line notice (resume, cancel, retry, compaction).
     Notice(String),
+    /// A plan the agent proposed (Markdown under a heading).
+    Plan(String),
     /// An error block (red).
     Error(String),
 }
@@ -212,6 +214,15 @@ impl Cell {
                 out.push(line);
             }
             CellKind::Assistant(text) => {
+                for (line, hang) in markdown::render(text) {
+                    out.extend(wrap_line(&line, width, hang));
+                }
+            }
+            CellKind::Plan(text) => {
+                out.push(Line::styled(
+                    "▌ Plan",
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                ));
                 for (line, hang) in markdown::render(text) {
                     out.extend(wrap_line(&line, width, hang));
                 }

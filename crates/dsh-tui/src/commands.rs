@@ -23,6 +23,8 @@ pub enum Command {
     Cost,
     /// `/export [PATH]`: the transcript as Markdown.
     Export(Option<String>),
+    /// `/plan [on|off|TEXT]`: plan mode.
+    Plan(PlanSwitch),
     /// `/help`: keys and commands.
     Help,
     /// `/rewind [N]`: the turn picker, or rewind to the start of turn N.
@@ -41,6 +43,8 @@ impl Command {
                 | Command::Mode(_)
                 | Command::Cost
                 | Command::Export(_)
+                // The switch is a log event; a running turn reads it at its next step.
+                | Command::Plan(PlanSwitch::On | PlanSwitch::Off | PlanSwitch::Toggle)
                 | Command::Help
                 | Command::Exit
                 | Command::Model(None)
@@ -65,10 +69,70 @@ impl Command {
             Command::Mode(a) => with("mode", a),
             Command::Cost => "/cost".into(),
             Command::Export(a) => with("export", a),
+            Command::Plan(PlanSwitch::Toggle) => "/plan".into(),
+            Command::Plan(PlanSwitch::On) => "/plan on".into(),
+            Command::Plan(PlanSwitch::Off) => "/plan off".into(),
+            Command::Plan(PlanSwitch::With(text)) => format!("/plan {text}"),
             Command::Rewind(Some(n)) => format!("/rewind {n}"),
             Command::Rewind(None) => "/rewind".into(),
             Command::Help => "/help".into(),
             Command::Exit => "/exit".into(),
+        }
+    }
+}
+
+/// What `/plan` asks for (the line chat reads it the same way).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanSwitch {
+    /// `/plan`: on when off, off when on.
+    Toggle,
+    /// `/plan on`.
+    On,
+    /// `/plan off`.
+    Off,
+    /// `/plan TEXT`: on, then TEXT is the prompt.
+    With(String),
+}
+
+impl PlanSwitch {
+    /// The switch `/plan` with `words` asks for.
+    pub fn of(words: &[&str]) -> Self {
+        match words {
+            [] => PlanSwitch::Toggle,
+            ["on"] => PlanSwitch::On,
+            ["off"] => PlanSwitch::Off,
+            words => PlanSwitch::With(words.join(" ")),
+        }
+    }
+
+    /// Whether plan mode should be on afterwards, given whether it is on now.
+    pub fn target(&self, on: bool) -> bool {
+        match self {
+            PlanSwitch::Toggle => !on,
+            PlanSwitch::Off => false,
+            PlanSwitch::On | PlanSwitch::With(_) => true,
+        }
+    }
+}
+
+/// A row of the command popup and of `/help`: a built-in command, or one of the session's own
+/// (a custom command or a skill).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The name, without the slash.
+    pub name: String,
+    /// What follows the name (`[ID]`, an argument hint), or nothing.
+    pub args: String,
+    /// What it does.
+    pub what: String,
+}
+
+impl Entry {
+    fn builtin(&(name, args, what): &(&str, &str, &str)) -> Self {
+        Self {
+            name: name.to_owned(),
+            args: args.to_owned(),
+            what: what.to_owned(),
         }
     }
 }
@@ -80,6 +144,9 @@ pub enum Submitted {
     Say(String),
     /// A command.
     Command(Command),
+    /// `/name args` for a name no built-in has: the session's own command or skill, if it has
+    /// one by that name (the whole line, trimmed).
+    Custom(String),
     /// An unknown or malformed command, with the message to show.
     Invalid(String),
 }
@@ -114,6 +181,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("cost", "", "tokens and cost of this session"),
     ("export", "[PATH]", "save the transcript as Markdown"),
+    (
+        "plan",
+        "[on|off|TEXT]",
+        "plan mode: explore read-only, then approve a plan",
+    ),
     (
         "rewind",
         "[N]",
@@ -177,6 +249,7 @@ pub fn parse(line: &str) -> Submitted {
         ("cost", []) => Command::Cost,
         ("export", []) => Command::Export(None),
         ("export", [path]) => Command::Export(Some((*path).to_owned())),
+        ("plan", words) => Command::Plan(PlanSwitch::of(words)),
         ("help", []) => Command::Help,
         ("rewind", []) => Command::Rewind(None),
         ("rewind", [n]) if n.parse::<u64>().is_ok() => Command::Rewind(n.parse().ok()),
@@ -192,29 +265,40 @@ pub fn parse(line: &str) -> Submitted {
             None if known == "quit" => {
                 return Submitted::Invalid("usage: /quit (it takes no arguments)".into());
             }
-            None => return Submitted::Invalid(format!("unknown command /{name} (try /help)")),
+            None => return Submitted::Custom(line.trim().to_owned()),
         },
     };
     Submitted::Command(command)
 }
 
+/// Every command the popup and `/help` offer: the built-ins, then the session's own.
+pub fn entries(custom: &[Entry]) -> Vec<Entry> {
+    COMMANDS
+        .iter()
+        .map(Entry::builtin)
+        .chain(custom.iter().cloned())
+        .collect()
+}
+
 /// Commands matching a draft that starts with `/`: an exact name first, then prefixes, then
-/// subsequences. An exact name always wins, so `/mode` + Enter runs `/mode`, never `/model`.
-pub fn matches(draft: &str) -> Vec<&'static (&'static str, &'static str, &'static str)> {
+/// subsequences, the built-ins before `custom` (the session's own commands and skills) in
+/// each group. An exact name always wins, so `/mode` + Enter runs `/mode`, never `/model`.
+pub fn matches(draft: &str, custom: &[Entry]) -> Vec<Entry> {
     let Some(typed) = draft.strip_prefix('/') else {
         return Vec::new();
     };
     if typed.contains(char::is_whitespace) || typed.starts_with('/') {
         return Vec::new();
     }
-    let exact = COMMANDS.iter().filter(|(n, _, _)| *n == typed);
-    let prefix = COMMANDS
+    let all = entries(custom);
+    let exact = all.iter().filter(|e| e.name == typed);
+    let prefix = all
         .iter()
-        .filter(|(n, _, _)| *n != typed && n.starts_with(typed));
-    let fuzzy = COMMANDS
+        .filter(|e| e.name != typed && e.name.starts_with(typed));
+    let fuzzy = all
         .iter()
-        .filter(|(n, _, _)| !n.starts_with(typed) && subsequence(typed, n));
-    exact.chain(prefix).chain(fuzzy).collect()
+        .filter(|e| !e.name.starts_with(typed) && subsequence(typed, &e.name));
+    exact.chain(prefix).chain(fuzzy).cloned().collect()
 }
 
 /// Whether `needle`'s characters appear in `hay` in order (case-insensitive).
@@ -251,7 +335,15 @@ mod tests {
             Submitted::Say("/usr/bin/cc fails".into())
         );
         assert_eq!(parse("//exit"), Submitted::Say("/exit".into()));
-        assert!(matches!(parse("/bogus"), Submitted::Invalid(_)));
+        assert_eq!(parse("/bogus x"), Submitted::Custom("/bogus x".into()));
+        assert_eq!(
+            parse("/plan the cache"),
+            Submitted::Command(Command::Plan(PlanSwitch::With("the cache".into())))
+        );
+        assert_eq!(
+            parse("/plan off"),
+            Submitted::Command(Command::Plan(PlanSwitch::Off))
+        );
         assert!(matches!(parse("/new now"), Submitted::Invalid(_)));
         assert_eq!(
             parse("/mode a b"),
@@ -261,14 +353,27 @@ mod tests {
 
     #[test]
     fn the_popup_puts_an_exact_name_first_then_prefixes_then_subsequences() {
-        let names = |d: &str| matches(d).iter().map(|(n, _, _)| *n).collect::<Vec<_>>();
-        assert_eq!(names("/re"), ["resume", "rewind"]);
-        assert_eq!(names("/rew"), ["rewind"]);
+        let review = Entry {
+            name: "review".into(),
+            args: "FILE".into(),
+            what: "Review a file".into(),
+        };
+        let custom = [review];
+        let names = |d: &str| {
+            matches(d, &custom)
+                .into_iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("/re"), ["resume", "rewind", "review"]);
+        assert_eq!(names("/rvw"), ["review"]);
+        assert_eq!(names("/rew"), ["rewind", "review"]);
         assert_eq!(names("/mo"), ["model", "mode"]);
         assert_eq!(names("/mode"), ["mode", "model"]);
         assert_eq!(names("/model"), ["model"]);
         assert_eq!(names("/xt"), ["context", "export", "exit"]);
+        assert_eq!(names("/pl"), ["plan"]);
         assert!(names("/new x").is_empty());
-        assert_eq!(names("/").len(), COMMANDS.len());
+        assert_eq!(names("/").len(), COMMANDS.len() + 1);
     }
 }

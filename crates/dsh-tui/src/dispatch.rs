@@ -100,6 +100,14 @@ impl App {
                 vec![Effect::SetApproval(policy)]
             }
             Command::Export(path) => vec![Effect::Export(path)],
+            Command::Plan(switch) => {
+                let on = switch.target(self.planning());
+                let then = match switch {
+                    crate::commands::PlanSwitch::With(text) => Some(text),
+                    _ => None,
+                };
+                vec![Effect::Plan { on, then }]
+            }
             Command::Rewind(_) if self.running() || self.busy.is_some() => {
                 self.transcript
                     .error("a turn is running: cancel it first (esc), then rewind");

@@ -29,6 +29,11 @@ impl Transcript {
                     out.push_str(text.trim_end());
                     out.push_str("\n\n</details>\n\n");
                 }
+                CellKind::Plan(text) => {
+                    out.push_str("### Plan\n\n");
+                    out.push_str(text.trim_end());
+                    out.push_str("\n\n");
+                }
                 CellKind::Tool(card) => tool(card, &mut out),
                 CellKind::Notice(text) => {
                     for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -3,6 +3,7 @@
 //! [`HarnessHost`] to [`crate::run`]; `dsh` and `dsh chat` do exactly that.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use dsh_agent::{AgentHandle, AgentRef};
@@ -12,6 +13,7 @@ use dsh_kernel::Context;
 use dsh_session::{SessionId, SessionOrigin};
 use tokio_util::sync::CancellationToken;
 
+use crate::commands::Entry;
 use crate::rewind::{RewindScope, TurnEntry};
 use crate::{
     ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
@@ -22,13 +24,25 @@ use crate::{
 pub struct HarnessHost {
     harness: Harness,
     cwd: PathBuf,
+    /// `--plan`: the first session the UI opens starts in plan mode.
+    plan_first: AtomicBool,
 }
 
 impl HarnessHost {
     /// New sessions start in `cwd`; `harness` stays usable through [`HarnessHost::harness`]
     /// (to shut it down once the UI has returned).
     pub fn new(harness: Harness, cwd: PathBuf) -> Self {
-        Self { harness, cwd }
+        Self {
+            harness,
+            cwd,
+            plan_first: AtomicBool::new(false),
+        }
+    }
+
+    /// The first session the UI opens (new or resumed) starts in plan mode when `on`.
+    pub fn plan_first(self, on: bool) -> Self {
+        self.plan_first.store(on, Ordering::Release);
+        self
     }
 
     /// The harness the UI's sessions live in.
@@ -83,7 +97,8 @@ impl TuiHost for HarnessHost {
     }
 
     async fn create(&self) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
+        let mut request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
+        request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
     }
 
@@ -93,8 +108,40 @@ impl TuiHost for HarnessHost {
     }
 
     async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::Resume(id.to_string()));
+        let mut request = SessionRequest::new(SessionReference::Resume(id.to_string()));
+        request.plan = self.plan_first.swap(false, Ordering::AcqRel);
         Ok(self.harness.open(request).await.map_err(host_error)?.handle)
+    }
+
+    fn commands(&self, session: &SessionId) -> Vec<Entry> {
+        let Some(catalog) = self.harness.catalog(session) else {
+            return Vec::new();
+        };
+        catalog
+            .slash_entries()
+            .into_iter()
+            .map(|e| Entry {
+                name: e.name,
+                args: e.argument_hint.unwrap_or_default(),
+                what: e.description,
+            })
+            .collect()
+    }
+
+    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+        Some(
+            self.harness
+                .expand(session, line)?
+                .map(|expansion| expansion.prompt)
+                .map_err(|problem| HostError(problem.to_string())),
+        )
+    }
+
+    fn set_plan(&self, agent: &AgentHandle, on: bool) -> Result<(), HostError> {
+        self.harness
+            .set_plan(agent.agent(), on)
+            .map(|_| ())
+            .map_err(host_error)
     }
 
     async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError> {

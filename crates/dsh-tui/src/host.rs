@@ -15,6 +15,8 @@ use dsh_kernel::Context;
 use dsh_session::SessionId;
 use tokio_util::sync::CancellationToken;
 
+use crate::commands::Entry;
+
 /// A failure the host reports; the UI shows its message as an error notice.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -177,5 +179,23 @@ pub trait TuiHost: Send + Sync + 'static {
     ) -> Result<String, HostError> {
         let _ = (agent, turn, scope);
         Err(HostError("rewinding is not available here".into()))
+    }
+    /// The session's own slash commands (custom commands and skills), for the popup and
+    /// `/help`. None by default.
+    fn commands(&self, session: &SessionId) -> Vec<Entry> {
+        let _ = session;
+        Vec::new()
+    }
+    /// The prompt `/name args` stands for in `session`; `None` when it names none of the
+    /// session's commands, an error when its file cannot be read now.
+    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+        let _ = (session, line);
+        None
+    }
+    /// Turns plan mode of `agent`'s session on or off (`/plan`); the session's log records
+    /// it, and the UI shows it from there. Unsupported by default.
+    fn set_plan(&self, agent: &AgentHandle, on: bool) -> Result<(), HostError> {
+        let _ = (agent, on);
+        Err(HostError("plan mode is not available here".to_owned()))
     }
 }

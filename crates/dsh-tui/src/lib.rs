@@ -11,8 +11,9 @@
 //! [`markdown`], [`diff`], [`wrap`] and [`sanitize`] (turning text into styled rows),
 //! [`composer`] (the input buffer), [`files`] (`@path` completion), [`commands`] (slash
 //! commands; what each does is `dispatch.rs`), [`picker`] (the session and model pickers),
-//! [`rewind`] (the `/rewind` picker), [`approval`] (inline approval cards), [`app`] (all UI
-//! state and key handling), [`view`] (drawing a frame) and [`runner`] (the event loop).
+//! [`rewind`] (the `/rewind` picker), [`approval`] (inline approval cards), [`question`]
+//! (question and plan cards), [`app`] (all UI state and key handling), [`view`] (drawing a
+//! frame) and [`runner`] (the event loop).
 
 pub mod app;
 pub mod approval;
@@ -28,6 +29,7 @@ pub mod highlight;
 pub mod host;
 pub mod markdown;
 pub mod picker;
+pub mod question;
 pub mod rewind;
 pub mod runner;
 pub mod sanitize;
@@ -43,4 +45,5 @@ pub use host::{
     ContextPart, ContextReport, HostError, HostInfo, ModelChoice, ModelEntry, Prices, SessionEntry,
     TuiHost,
 };
+pub use question::TuiQuestioner;
 pub use runner::{TuiError, TuiExit, run};

@@ -18,7 +18,7 @@ use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
 use dsh_session::{
     LiveUpdate, Message, SessionEvent, SessionEventFired, SessionId, SessionLiveFired,
 };
-use dsh_tools::Approver;
+use dsh_tools::{Approver, Questioner};
 use futures::StreamExt as _;
 use parking_lot::Mutex;
 use ratatui::Terminal;
@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{App, Effect, Overlay, Picker};
 use crate::approval::TuiApprover;
 use crate::host::{HostError, SessionEntry, TuiHost};
+use crate::question::TuiQuestioner;
 use crate::terminal::{TerminalGuard, restore};
 use crate::view;
 
@@ -128,6 +129,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let (approver, mut asks) = TuiApprover::new(Some(host.ctx().clone()));
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
+    let (questioner, mut questions) = TuiQuestioner::new(current.clone());
+    let _ = host.ctx().provide::<dyn Questioner>(Arc::new(questioner));
 
     crate::highlight::load_in_background();
     let first_info = host.info(None);
@@ -232,6 +235,10 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
             Ok(()) = highlighted.changed() => dirty = true,
             Some(ask) = asks.recv() => {
                 app.ask(ask, Instant::now());
+                dirty = true;
+            }
+            Some(ask) = questions.recv() => {
+                app.question(ask, Instant::now());
                 dirty = true;
             }
             _ = sigterm.recv() => app.exit = true,
@@ -405,6 +412,38 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     }
                 }
                 Effect::Redraw => redraw(&mut terminal)?,
+                Effect::Expand { line, queue } => {
+                    let expanded = app.session.as_ref().and_then(|id| host.expand(id, &line));
+                    match expanded {
+                        Some(Ok(prompt)) => {
+                            for effect in app.say(prompt, queue) {
+                                if let Effect::Send(text) | Effect::Queue(text) = effect {
+                                    send(&handle, &mut app, text, queue);
+                                }
+                            }
+                        }
+                        Some(Err(e)) => app.transcript.error(e.to_string()),
+                        None => {
+                            let name = line.split_whitespace().next().unwrap_or(&line);
+                            app.transcript.error(format!("unknown command {name}"));
+                        }
+                    }
+                }
+                Effect::Plan { on, then } => match &handle {
+                    Some(h) => match host.set_plan(h, on) {
+                        Ok(()) => {
+                            if let Some(text) = then {
+                                for effect in app.say(text, false) {
+                                    if let Effect::Send(text) = effect {
+                                        send(&handle, &mut app, text, false);
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => app.transcript.error(e.to_string()),
+                    },
+                    None => app.transcript.error("no session; try /new"),
+                },
             }
             if queue.is_empty() {
                 queue.extend(app.take_due());
@@ -605,6 +644,7 @@ fn show(
     *current.lock() = Some(session.id().clone());
     app.open(session.id().clone(), &session.events(), Instant::now());
     app.info = host.info(Some(session.id()));
+    app.custom = host.commands(session.id());
 }
 
 async fn close(handle: Option<AgentHandle>) {

@@ -45,8 +45,13 @@ pub fn tokens(n: u64) -> String {
 }
 
 /// The fields of the status line, most important first (narrow terminals drop from the end).
-pub fn fields(info: &HostInfo, usage: &Usage) -> Vec<String> {
-    let mut out = vec![info.model.clone(), info.mode.clone()];
+/// `planning`: the session is in plan mode, shown before the sandbox mode it narrows.
+pub fn fields(info: &HostInfo, usage: &Usage, planning: bool) -> Vec<String> {
+    let mut out = vec![info.model.clone()];
+    if planning {
+        out.push("plan mode".to_owned());
+    }
+    out.push(info.mode.clone());
     let window = usage.context_window.or_else(|| {
         info.model_entry(Some(&info.provider), &info.model)
             .and_then(|m| m.context_window)
@@ -67,8 +72,8 @@ pub fn fields(info: &HostInfo, usage: &Usage) -> Vec<String> {
 
 /// The status line at `width` columns: fields joined with ` · `, dropping the last ones that
 /// do not fit.
-pub fn line(info: &HostInfo, usage: &Usage, width: usize) -> String {
-    let mut fields = fields(info, usage);
+pub fn line(info: &HostInfo, usage: &Usage, planning: bool, width: usize) -> String {
+    let mut fields = fields(info, usage, planning);
     loop {
         let text = fields.join(" · ");
         if str_width(&text) < width || fields.len() <= 1 {
@@ -81,14 +86,14 @@ pub fn line(info: &HostInfo, usage: &Usage, width: usize) -> String {
 /// The running indicator: spinner, phase, elapsed time, cancel hint.
 pub fn indicator(
     activity: &Activity,
-    waiting: bool,
+    waiting: Option<&str>,
     started: Option<Instant>,
     now: Instant,
 ) -> String {
     let elapsed = started.map_or(0, |s| now.saturating_duration_since(s).as_millis());
     let frame = SPINNER[(elapsed / 100) as usize % SPINNER.len()];
-    let phase = if waiting {
-        "Waiting for approval".to_owned()
+    let phase = if let Some(waiting) = waiting {
+        waiting.to_owned()
     } else if let Some(retry) = &activity.retry {
         retry.clone()
     } else if let Some(tool) = &activity.tool {

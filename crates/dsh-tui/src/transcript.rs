@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use dsh_plan::{Decided, Decision, ModeChange, Proposed};
 use dsh_session::{
     CallId, CancelCause, ContentBlock, EventKind, LiveUpdate, MessageSource, SessionEvent,
     StreamChunk, TokenUsage, ToolResult, TurnEndReason,
@@ -77,6 +78,8 @@ pub struct Transcript {
     pub compactions: u64,
     /// Every card expanded (Ctrl+O).
     pub expand_all: bool,
+    /// Plan mode is on (the last `plan/mode` event said so).
+    pub planning: bool,
 }
 
 impl Transcript {
@@ -305,7 +308,33 @@ impl Transcript {
                 self.notice(text.clone());
                 self.activity.retry = Some(text);
             }
+            EventKind::Other { .. } => self.apply_plan(event),
             _ => {}
+        }
+    }
+
+    /// Plan mode's events: the mode in the status line, each plan as its own cell, and what
+    /// became of it.
+    fn apply_plan(&mut self, event: &SessionEvent) {
+        if let Some(change) = ModeChange::of(event) {
+            self.planning = change.active;
+            self.notice(if change.active {
+                "plan mode on: the agent explores read-only and proposes a plan (/plan off leaves)"
+            } else {
+                "plan mode off"
+            });
+        } else if let Some(proposed) = Proposed::of(event) {
+            self.push(CellKind::Plan(sanitize(&proposed.plan)));
+        } else if let Some(decided) = Decided::of(event) {
+            let text = match (decided.decision, decided.feedback) {
+                (Decision::Approved, _) => "✓ plan approved".to_owned(),
+                (Decision::Rejected, Some(feedback)) => {
+                    format!("plan not approved: {}", sanitize(&feedback))
+                }
+                (Decision::Rejected, None) => "plan not approved".to_owned(),
+                (Decision::Unreviewed, _) => "plan not reviewed".to_owned(),
+            };
+            self.notice(text);
         }
     }
 

@@ -14,8 +14,11 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use crate::app::{App, Overlay};
 use crate::diff;
+use crate::question::QuestionCard;
+use crate::sanitize::sanitize;
 use crate::status;
 use crate::wrap::{str_width, truncate, wrap_line};
+use dsh_tools::QuestionIntent;
 
 /// Below this size the UI asks for a bigger terminal.
 pub const MIN_WIDTH: u16 = 40;
@@ -25,6 +28,8 @@ pub const MIN_HEIGHT: u16 = 10;
 const HELP_INDENT: usize = 21;
 /// Pending rows shown before `+N`.
 const PENDING_ROWS: usize = 3;
+/// Rows of a plan shown on its review card.
+const PLAN_ROWS: usize = 6;
 
 /// Draws the whole UI.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
@@ -75,7 +80,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     let first = (caret.0 + 1).saturating_sub(composer_height);
     let shown: Vec<Line<'static>> = rows.into_iter().skip(first).take(composer_height).collect();
     frame.render_widget(Paragraph::new(shown), composer_area);
-    if app.overlay.is_none() && (app.cards.is_empty() || !app.card_focus) {
+    if app.overlay.is_none() && (!app.waiting() || !app.card_focus) {
         frame.set_cursor_position((
             composer_area.x + caret.1 as u16,
             composer_area.y + (caret.0 - first) as u16,
@@ -83,13 +88,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     }
     frame.render_widget(
         Paragraph::new(Line::styled(
-            status::line(&app.info, &app.transcript.usage, width),
+            status::line(&app.info, &app.transcript.usage, app.planning(), width),
             Style::new().fg(Color::DarkGray),
         )),
         status_area,
     );
     if let Some(overlay) = &app.overlay {
-        draw_overlay(frame, overlay, area);
+        draw_overlay(frame, app, overlay, area);
     }
     if app.no_color {
         strip_colours(frame);
@@ -163,7 +168,9 @@ fn env_version() -> &'static str {
 fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
     let mut out = Vec::new();
-    if let Some(card) = app.cards.front() {
+    if let Some(card) = app.questions.front() {
+        question_rows(app, card, width, now, &mut out);
+    } else if let Some(card) = app.cards.front() {
         let r = &card.ask.request;
         let title = match (&r.reason, app.cards.len()) {
             (Some(reason), 1) => format!("Allow {}? {reason}", r.tool_name),
@@ -270,7 +277,7 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
     } else if app.running() {
         let mut text = status::indicator(
             &app.transcript.activity,
-            !app.cards.is_empty(),
+            app.waiting_for(),
             app.turn_started,
             now,
         );
@@ -285,6 +292,69 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
         out.push(Line::styled(truncate(&h, width), dim));
     }
     out
+}
+
+/// Rows of the question card: the question (with the plan under review), its options, and
+/// the keys once they work.
+fn question_rows(
+    app: &App,
+    card: &QuestionCard,
+    width: usize,
+    now: Instant,
+    out: &mut Vec<Line<'static>>,
+) {
+    let dim = Style::new().fg(Color::DarkGray);
+    let Some(question) = card.current() else {
+        return;
+    };
+    let total = card.ask.request.questions.len();
+    let mut title = match &question.header {
+        Some(header) => format!("[{header}] {}", question.question),
+        None => question.question.clone(),
+    };
+    if total > 1 {
+        title.push_str(&format!(" ({}/{total})", card.replies.len() + 1));
+    }
+    out.extend(wrap_line(
+        &Line::styled(
+            sanitize(&title),
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ),
+        width,
+        2,
+    ));
+    let review = matches!(question.intent, QuestionIntent::PlanReview { .. });
+    if let Some(detail) = &question.detail {
+        // The plan itself is in the transcript above; the card shows its head.
+        for l in detail.lines().take(PLAN_ROWS) {
+            out.push(Line::raw(truncate(&format!("  │ {}", sanitize(l)), width)));
+        }
+        if detail.lines().count() > PLAN_ROWS {
+            out.push(Line::styled("  │ … (the whole plan is above)", dim));
+        }
+    }
+    if !review {
+        for (i, o) in question.options.iter().enumerate() {
+            let text = match &o.description {
+                Some(d) => format!("  {}. {} — {d}", i + 1, o.label),
+                None => format!("  {}. {}", i + 1, o.label),
+            };
+            out.push(Line::raw(truncate(&sanitize(&text), width)));
+        }
+    }
+    let keys = match (&card.text, review) {
+        (Some(text), true) => {
+            format!("  what should change? {text}▏ (enter sends, empty: just keep planning)")
+        }
+        (Some(text), false) => format!("  your answer: {text}▏ (enter sends, esc back)"),
+        (None, _) if !app.card_focus => "  tab back to the card".to_owned(),
+        (None, _) if !app.card_armed(now) => "  …".to_owned(),
+        (None, true) => "  y approve and start · n keep planning · esc dismiss".to_owned(),
+        (None, false) => {
+            "  1-9 pick · or type your own answer · esc dismiss · tab to the draft".to_owned()
+        }
+    };
+    out.push(Line::styled(truncate(&keys, width), dim));
 }
 
 fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
@@ -310,14 +380,17 @@ fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
         .iter()
         .take(8)
         .enumerate()
-        .map(|(i, (name, args, what))| {
+        .map(|(i, entry)| {
             let style = if i == selected {
                 Style::new().add_modifier(Modifier::REVERSED)
             } else {
                 Style::new()
             };
-            let head = format!("/{name} {args}");
-            Line::styled(truncate(&format!("  {head:<22} {what}"), width), style)
+            let head = format!("/{} {}", entry.name, entry.args);
+            Line::styled(
+                truncate(&format!("  {head:<22} {}", entry.what), width),
+                style,
+            )
         })
         .collect()
 }
@@ -416,13 +489,13 @@ fn picker_lines(
     lines
 }
 
-fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
+fn draw_overlay(frame: &mut Frame<'_>, app: &App, overlay: &Overlay, area: Rect) {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let width = area.width as usize;
     let lines: Vec<Line<'static>> = match overlay {
         Overlay::Help => {
             let mut lines = vec![Line::styled("Help · esc closes", bold)];
-            for row in App::help_text() {
+            for row in app.help_text() {
                 lines.extend(wrap_line(&Line::raw(row), width, HELP_INDENT));
             }
             lines

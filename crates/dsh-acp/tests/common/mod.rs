@@ -22,6 +22,11 @@ use agent_client_protocol::v1::schema::{
     StopReason, TerminalOutputRequest, TextContent, WaitForTerminalExitRequest,
     WriteTextFileRequest,
 };
+use agent_client_protocol::v1::schema::{
+    CreateElicitationRequest, CreateElicitationResponse, ElicitationAcceptAction,
+    ElicitationAction, ElicitationCapabilities, ElicitationContentValue,
+    ElicitationFormCapabilities,
+};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error};
 use async_trait::async_trait;
 use dsh_acp::{AcpError, AcpOptions};
@@ -52,6 +57,15 @@ pub enum Answer {
     Error,
     /// Never answer (until the request is cancelled or the connection ends).
     Hold,
+}
+
+/// How the test client answers `elicitation/create`.
+#[derive(Clone, Debug)]
+pub enum Elicit {
+    /// Accept with these string fields.
+    Accept(Vec<(&'static str, &'static str)>),
+    /// Decline.
+    Decline,
 }
 
 /// The core services, the scripted model and the served bridge.
@@ -182,6 +196,10 @@ pub struct Conn {
     pub updates: mpsc::UnboundedReceiver<SessionNotification>,
     pub asked: mpsc::UnboundedReceiver<RequestPermissionRequest>,
     pub answer: Arc<Mutex<Answer>>,
+    /// The forms the agent asked the person to fill (`elicitation/create`).
+    pub elicited: mpsc::UnboundedReceiver<CreateElicitationRequest>,
+    /// How the client answers them.
+    pub elicit: Arc<Mutex<Elicit>>,
     /// The editor's files and terminals (used only when offered in `initialize`).
     pub editor: Arc<editor::Editor>,
     /// Everything the client received, in arrival order: update kinds and `ask:<call id>`.
@@ -206,9 +224,13 @@ impl Conn {
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (asked_tx, asked) = mpsc::unbounded_channel();
         let answer = Arc::new(Mutex::new(Answer::Select("allow-once")));
+        let (elicited_tx, elicited) = mpsc::unbounded_channel();
+        let elicit = Arc::new(Mutex::new(Elicit::Decline));
+        let form_answer = elicit.clone();
         let (cx_tx, cx_rx) = oneshot::channel();
         let arrivals: Arc<Mutex<Vec<String>>> = Arc::default();
         let (seen_updates, seen_asks) = (arrivals.clone(), arrivals.clone());
+        let seen_forms = arrivals.clone();
         let done = CancellationToken::new();
         let until = done.clone();
         let policy = answer.clone();
@@ -313,6 +335,27 @@ impl Conn {
                     },
                     agent_client_protocol::on_receive_request!(),
                 )
+                .on_receive_request(
+                    async move |r: CreateElicitationRequest, responder, _cx| {
+                        seen_forms.lock().push("elicit".to_owned());
+                        let _ = elicited_tx.send(r);
+                        let action = match form_answer.lock().clone() {
+                            Elicit::Accept(fields) => ElicitationAction::Accept(
+                                ElicitationAcceptAction::new().content(
+                                    fields
+                                        .into_iter()
+                                        .map(|(k, v)| {
+                                            (k.to_owned(), ElicitationContentValue::from(v))
+                                        })
+                                        .collect::<std::collections::BTreeMap<_, _>>(),
+                                ),
+                            ),
+                            Elicit::Decline => ElicitationAction::Decline,
+                        };
+                        responder.respond(CreateElicitationResponse::new(action))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
                 .connect_with(
                     ByteStreams::new(write.compat_write(), read.compat()),
                     async move |cx: ConnectionTo<Agent>| {
@@ -328,6 +371,8 @@ impl Conn {
             updates,
             asked,
             answer,
+            elicited,
+            elicit,
             editor,
             arrivals,
             done,
@@ -340,6 +385,19 @@ impl Conn {
     pub async fn initialize(&self) -> InitializeResponse {
         self.cx
             .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await
+            .unwrap()
+    }
+
+    /// Initializes as a client that can show forms (`elicitation.form`).
+    pub async fn initialize_with_forms(&self) -> InitializeResponse {
+        let capabilities = ClientCapabilities::new()
+            .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
+        self.cx
+            .send_request(
+                InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities),
+            )
             .block_task()
             .await
             .unwrap()

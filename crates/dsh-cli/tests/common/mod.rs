@@ -156,6 +156,16 @@ impl World {
         header["id"].as_str().unwrap().to_owned()
     }
 
+    /// The text of every tool result the model read in request `n` (chat-completions form).
+    pub fn tool_results(&self, n: usize) -> Vec<String> {
+        self.server.requests()[n]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     /// Loads a stored session through the persistence store (repairing nothing it need not).
     pub fn load(&self, id: &str) -> Vec<Arc<SessionEvent>> {
         let store = JsonlStore::new(self.sessions_root());

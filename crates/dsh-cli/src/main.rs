@@ -37,6 +37,33 @@ use dsh_harness::{SessionReference, workspace_dir};
 
 use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand};
 
+/// What the sandbox enforces on this machine, as `dsh config show`'s last lines: the guard's
+/// zygote is started to find out, as the first command of a session would.
+fn sandbox_status(settings: &Settings) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\n# the sandbox on this machine:\n");
+    match dsh_harness::guard::supervision(settings).enforcement() {
+        Ok(found) => {
+            let namespaces = match found.namespaces {
+                dsh_guard::Namespaces::None => format!("none ({})", found.namespace_reason),
+                kind => format!("mount and PID ({})", kind.as_str()),
+            };
+            let _ = writeln!(
+                out,
+                "#   landlock ABI {}; namespaces: {namespaces}",
+                found.abi
+            );
+            for gap in &found.gaps {
+                let _ = writeln!(out, "#   not enforced: {gap}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "#   unknown: the supervisor did not start ({e})");
+        }
+    }
+    out
+}
+
 fn main() {
     // The per-command supervisor is dsh re-executed: dispatched before anything else runs
     // (no clap, logging or runtime), so it stays single-threaded and cheap.
@@ -68,7 +95,9 @@ fn main() {
             sessions::main(Settings::load(&overrides), overrides, &command, cli.plain)
         }
         Some(Command::Config(ConfigCommand::Show)) => match Settings::load(&overrides) {
-            Ok(settings) => print_out(&settings.render(&process_env)),
+            Ok(settings) => {
+                print_out(&(settings.render(&process_env) + &sandbox_status(&settings)))
+            }
             Err(e) => fail(&e.into()),
         },
         Some(Command::Mcp(McpCommand::List)) => match Settings::load(&overrides) {

@@ -145,7 +145,11 @@ fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
     let text = input.result().text();
     let denials: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("Permission denied") || l.contains("Operation not permitted"))
+        .filter(|l| {
+            l.contains("Permission denied")
+                || l.contains("Operation not permitted")
+                || l.contains("Read-only file system")
+        })
         .collect();
     if denials.is_empty() {
         return None;
@@ -176,7 +180,7 @@ fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
             roots.join(", ")
         ));
     }
-    if !policy.network && text.contains("connect") {
+    if !policy.network && (text.contains("connect") || text.contains("socket")) {
         return Some(format!(
             "[sandbox] the network is off for commands (`[sandbox] network = false`){escalate}."
         ));

@@ -174,10 +174,11 @@ impl Harness {
                 .collect(),
             ..ShellConfig::default()
         };
+        let supervision = crate::guard::supervision(&settings);
         let executor = Arc::new(
             LocalShellExecutor::new(shell)
                 .map_err(|e| HarnessError::start("start the shell", e))?
-                .with_supervision(crate::guard::supervision(&settings)),
+                .with_supervision(supervision.clone()),
         );
         ctx.provide::<dyn ShellExecutor>(executor.clone())
             .map_err(|e| HarnessError::start("provide the shell", e))?;
@@ -214,7 +215,7 @@ impl Harness {
             .plugin(SubagentPlugin::new(SubagentConfig::default()))
             .await
             .map_err(|e| HarnessError::start("mount subagents", e))?;
-        let mcp = crate::mcp::mount(&ctx, &settings).await?;
+        let mcp = crate::mcp::mount(&ctx, &settings, supervision).await?;
         // After subagents, so the hooks' tool listeners nest inside the subagent plugin's
         // approval rewrite (a hook's `ask` in a child is refused like any child's ask). Idle
         // notifications only where a person waits at the prompt: the long-lived front ends.

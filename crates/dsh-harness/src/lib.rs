@@ -47,7 +47,7 @@ pub mod config;
 mod effort;
 pub mod env;
 mod error;
-mod guard;
+pub mod guard;
 mod hooks;
 mod instructions;
 mod lazy_adapter;

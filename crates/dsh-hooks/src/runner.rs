@@ -2,7 +2,6 @@
 //! the session's working directory and sandbox, process-group kill, a timeout), one after
 //! another in configuration order, each run logged in the session.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -156,31 +155,22 @@ async fn run_one(
     outcome
 }
 
-/// Runs the command with the event JSON on its standard input. The executor has no stdin
-/// channel, so the input goes through a private temporary file that the script's first line
-/// redirects onto fd 0 (the file is removed when the run ends).
+/// Runs the command with the event JSON on its standard input, through a pipe (as Claude
+/// Code does): nothing of it is ever on disk, where a background command could rewrite it
+/// before the hook reads it.
 async fn execute(
     executor: &dyn ShellExecutor,
     hook: &HookCommand,
     input: &Value,
     site: &HookSite,
 ) -> Result<HookExit, String> {
-    let mut file = tempfile::Builder::new()
-        .prefix("dsh-hook-")
-        .suffix(".json")
-        .tempfile()
-        .map_err(|e| format!("cannot write its input: {e}"))?;
-    serde_json::to_writer(&mut file, input).map_err(|e| format!("cannot write its input: {e}"))?;
-    file.flush()
-        .map_err(|e| format!("cannot write its input: {e}"))?;
-    let input_path = file.path().display().to_string();
+    let input = serde_json::to_vec(input).map_err(|e| format!("cannot encode its input: {e}"))?;
     let project = site.cwd.display().to_string();
     let request = ShellExecRequest {
-        command: format!("exec 0<\"$DSH_HOOK_INPUT\"\n{}", hook.command),
+        command: hook.command.clone(),
         workdir: Some(site.cwd.clone()),
         timeout: Some(hook.timeout),
         env: vec![
-            ("DSH_HOOK_INPUT".into(), input_path),
             ("DSH_PROJECT_DIR".into(), project.clone()),
             ("CLAUDE_PROJECT_DIR".into(), project),
             (
@@ -194,10 +184,10 @@ async fn execute(
         // workspace being the session's directory.
         unconfined: false,
         workspace: Some(site.cwd.clone()),
+        stdin: Some(input),
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;
-    drop(file);
     Ok(HookExit {
         code: result.exit_code,
         timed_out: result.timed_out,

@@ -86,6 +86,7 @@ mod spill;
 mod stop;
 pub mod supervisor;
 mod task;
+pub mod zygote;
 
 pub use config::ShellConfig;
 pub use error::ShellError;
@@ -93,5 +94,6 @@ pub use executor::ShellExecutor;
 pub use local::LocalShellExecutor;
 pub use result::{CapturedOutput, ShellRunResult};
 pub use spec::{ShellExecRequest, ShellExecSpec, resolve_request};
-pub use supervise::{SuperviseRequest, Supervision, SupervisorLaunch};
+pub use supervise::{JobIo, JobKind, JobRequest, SuperviseRequest, Supervision};
 pub use task::{TaskDone, TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};
+pub use zygote::Zygote;

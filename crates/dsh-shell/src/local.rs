@@ -119,6 +119,7 @@ impl LocalShellExecutor {
             env: &env,
             unconfined: spec.unconfined,
             workspace: spec.workspace.as_deref(),
+            stdin: spec.stdin.as_deref(),
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,

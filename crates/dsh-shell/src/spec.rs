@@ -36,6 +36,9 @@ pub struct ShellExecRequest {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// What the command reads on its standard input, through a pipe; `None` is `/dev/null`.
+    /// Hooks get their event this way, as Claude Code's do: nothing of it is ever on disk.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl ShellExecRequest {
@@ -73,6 +76,8 @@ pub struct ShellExecSpec {
     /// The session's workspace (writable under a confining sandbox), when known; a command's
     /// `workdir` never widens what it may write.
     pub workspace: Option<PathBuf>,
+    /// The command's standard input (`/dev/null` when `None`).
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -100,6 +105,7 @@ pub fn resolve_request(
         cancel: req.cancel,
         unconfined: req.unconfined,
         workspace: req.workspace,
+        stdin: req.stdin,
     })
 }
 

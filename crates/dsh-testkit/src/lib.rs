@@ -53,6 +53,7 @@ pub mod responses;
 mod script;
 mod scripted;
 pub mod sse;
+mod tagged;
 pub mod validity;
 
 pub use binary::dsh_binary;
@@ -64,3 +65,4 @@ pub use outside::outside_writable_roots;
 pub use reads::split_reads;
 pub use script::{Script, Step};
 pub use scripted::{ScriptedAdapter, ScriptedRequest};
+pub use tagged::Tag;

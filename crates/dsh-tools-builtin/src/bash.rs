@@ -174,6 +174,7 @@ impl TypedTool for BashTool {
             // The guard's pre-execute policy only lets an escalation through once approved.
             unconfined: args.escalate,
             workspace: call.caller().and_then(|c| c.cwd.clone()),
+            stdin: None,
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {

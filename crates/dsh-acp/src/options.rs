@@ -19,7 +19,8 @@ pub type AgentSetupHook = Arc<dyn Fn() -> Setup + Send + Sync>;
 pub enum ApprovalPolicy {
     /// Never ask: every tool runs (the session starts in the `auto` mode).
     Never,
-    /// Ask before every call of a mutating tool ([`AcpOptions::mutating_tools`]); the
+    /// Ask before every call that may change something: one whose tool declares that it
+    /// writes files or runs a command, or declares nothing ([`dsh_tools::ToolEffects`]); the
     /// session starts in the `default` mode. The editor default, because an editor user
     /// expects to see a change or a command before it happens.
     #[default]
@@ -33,10 +34,6 @@ pub struct AcpOptions {
     pub agent_options: AgentOptions,
     /// Which calls ask the client first (also the initial session mode).
     pub approval: ApprovalPolicy,
-    /// Tools that change the workspace: asked about under
-    /// [`ApprovalPolicy::MutatingTools`], refused in the `read-only` mode. MCP tools
-    /// (`mcp__…`) always count as mutating: dsh cannot tell what another program's tool does.
-    pub mutating_tools: Vec<String>,
     /// Extra per-agent composition, run for every bridge-created or resumed agent.
     pub agent_setup: Option<AgentSetupHook>,
     /// Whether `read`/`write`/`edit` go through the editor (`fs/*`) when it offers that.
@@ -64,7 +61,6 @@ impl Default for AcpOptions {
         Self {
             agent_options: AgentOptions::default(),
             approval: ApprovalPolicy::default(),
-            mutating_tools: ["bash", "write", "edit"].map(str::to_owned).to_vec(),
             agent_setup: None,
             editor_files: true,
             editor_terminals: true,
@@ -96,10 +92,6 @@ impl AcpOptions {
         self.approval = approval;
         self
     }
-
-    pub(crate) fn is_mutating(&self, tool: &str) -> bool {
-        self.mutating_tools.iter().any(|t| t == tool) || tool.starts_with(dsh_mcp::naming::PREFIX)
-    }
 }
 
 impl fmt::Debug for AcpOptions {
@@ -107,7 +99,6 @@ impl fmt::Debug for AcpOptions {
         f.debug_struct("AcpOptions")
             .field("agent_options", &self.agent_options)
             .field("approval", &self.approval)
-            .field("mutating_tools", &self.mutating_tools)
             .field("agent_setup", &self.agent_setup.is_some())
             .field("editor_files", &self.editor_files)
             .field("editor_terminals", &self.editor_terminals)

@@ -24,7 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::Bridge;
 use crate::modes::Mode;
-use crate::options::AcpOptions;
 use crate::record::{SessionState, wire_id};
 use crate::translate::describe_call;
 
@@ -114,12 +113,12 @@ fn denial(tool: &str, outcome: ApprovalOutcome) -> Option<String> {
 pub(crate) fn install_policy(
     ctx: &Context,
     state: Arc<SessionState>,
-    options: AcpOptions,
     asks_through_approver: bool,
 ) -> Result<(), BoxError> {
     let _ = ctx.on_waterfall::<ToolsPreExecute, _>(move |call, next| {
         let state = state.clone();
-        let mutating = options.is_mutating(&call.name);
+        // Read from what the tool declared (an MCP tool declares nothing, so it counts).
+        let mutating = !call.effects().is_read_only();
         // The listener hears the agent's descendants too (subagents). Delegation never widens
         // what runs without consent: a read-only session stays read-only all the way down, and
         // in the ask mode a child's mutating call is an `Ask` that the child's own runtime

@@ -277,7 +277,6 @@ pub(crate) fn wiring(
     // The planner's setup when the composition root provides one (the harness), else the
     // front end's own hook.
     let extra = planned.or_else(|| options.agent_setup.as_ref().map(|hook| hook()));
-    let options = options.clone();
     Box::new(move |ctx: Context| {
         async move {
             let commit = match extra {
@@ -296,7 +295,7 @@ pub(crate) fn wiring(
             listen(&ctx, &state, &agent)?;
             offer.install(&ctx, &state)?;
             crate::models::install(&ctx, &state)?;
-            permission::install_policy(&ctx, state.clone(), options, asks_through_approver)?;
+            permission::install_policy(&ctx, state.clone(), asks_through_approver)?;
             Ok(commit)
         }
         .boxed()

@@ -84,10 +84,6 @@ fn presented(f: impl FnOnce() -> Option<ToolPresentation>) -> Option<ToolPresent
     std::panic::catch_unwind(AssertUnwindSafe(f)).ok().flatten()
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
 /// A console block for terminal output.
 fn console(output: &str, exit: Option<i32>) -> String {
     let mut text = format!("```console\n{}\n```", output.trim_end_matches('\n'));
@@ -266,37 +262,35 @@ impl Translator {
         out
     }
 
-    /// The card for edit/write calls whose tool offers no diff of its own: the change the
-    /// arguments describe (for `write`, the whole new text).
-    fn argument_diff(&self, name: &str, args: &Value) -> Option<Diff> {
-        let path = self.resolve(str_arg(args, "file_path")?);
-        match name {
-            "edit" => Some(
-                Diff::new(path, str_arg(args, "new_string")?)
-                    .old_text(str_arg(args, "old_string")?.to_owned()),
-            ),
-            "write" => Some(Diff::new(path, str_arg(args, "content")?)),
+    /// The diff a call proposes, when its tool presents the call as one: shown on the pending
+    /// card and kept on the finished one.
+    fn proposed_diff(&self, name: &str, args: &Value) -> Option<Diff> {
+        match presented(|| self.tool(name)?.present_call(args))? {
+            ToolPresentation::Diff {
+                path,
+                old_text,
+                new_text,
+            } => Some(Diff::new(self.resolve(&path), new_text).old_text(old_text)),
             _ => None,
         }
     }
 
-    fn card(&self, name: &str, args: &Value, presentation: Option<ToolPresentation>) -> Card {
+    fn card(&self, name: &str, presentation: Option<ToolPresentation>) -> Card {
         match presentation {
             Some(ToolPresentation::Generic { title, kind }) => Card {
                 title,
                 kind: kind_of(kind),
-                content: self
-                    .argument_diff(name, args)
-                    .map(ToolCallContent::from)
-                    .into_iter()
-                    .collect(),
+                content: Vec::new(),
             },
             Some(ToolPresentation::Diff {
                 path,
                 old_text,
                 new_text,
             }) => Card {
-                title: format!("Edit {path}"),
+                title: match old_text {
+                    Some(_) => format!("Edit {path}"),
+                    None => format!("Write {path}"),
+                },
                 kind: AcpKind::Edit,
                 content: vec![ToolCallContent::from(
                     Diff::new(self.resolve(&path), new_text).old_text(old_text),
@@ -315,11 +309,7 @@ impl Translator {
             None => Card {
                 title: name.to_owned(),
                 kind: AcpKind::Other,
-                content: self
-                    .argument_diff(name, args)
-                    .map(ToolCallContent::from)
-                    .into_iter()
-                    .collect(),
+                content: Vec::new(),
             },
         }
     }
@@ -329,7 +319,7 @@ impl Translator {
         let presentation = self
             .tool(name)
             .and_then(|t| presented(|| t.present_call(args)));
-        let card = self.card(name, args, presentation);
+        let card = self.card(name, presentation);
         ToolCallUpdateFields::new()
             .title(card.title)
             .kind(card.kind)
@@ -337,11 +327,19 @@ impl Translator {
             .status(ToolCallStatus::Pending)
             .raw_input(args.clone())
             .content((!card.content.is_empty()).then_some(card.content))
-            .locations(self.locations(args))
+            .locations(self.locations(name, args))
     }
 
-    fn locations(&self, args: &Value) -> Option<Vec<ToolCallLocation>> {
-        str_arg(args, "file_path").map(|p| vec![ToolCallLocation::new(self.resolve(p))])
+    /// The files a call declares it writes or reads, for the editor to follow.
+    fn locations(&self, name: &str, args: &Value) -> Option<Vec<ToolCallLocation>> {
+        let tool = self.tool(name)?;
+        let effects = std::panic::catch_unwind(AssertUnwindSafe(|| tool.effects(args))).ok()?;
+        let locations: Vec<ToolCallLocation> = effects
+            .paths()
+            .filter_map(|p| p.to_str())
+            .map(|p| ToolCallLocation::new(self.resolve(p)))
+            .collect();
+        (!locations.is_empty()).then_some(locations)
     }
 
     fn tool_call(&mut self, c: &ToolCall) -> SessionUpdate {
@@ -349,7 +347,7 @@ impl Translator {
         let presentation = self
             .tool(&c.name)
             .and_then(|t| presented(|| t.present_call(&args)));
-        let card = self.card(&c.name, &args, presentation);
+        let card = self.card(&c.name, presentation);
         let mut call = AcpToolCall::new(ToolCallId::new(c.call_id.as_str()), card.title)
             .name(c.name.clone())
             .kind(card.kind)
@@ -358,7 +356,7 @@ impl Translator {
             .status(ToolCallStatus::Pending)
             .content(card.content)
             .raw_input(args.clone());
-        if let Some(locations) = self.locations(&args) {
+        if let Some(locations) = self.locations(&c.name, &args) {
             call = call.locations(locations);
         }
         self.calls.insert(
@@ -415,7 +413,7 @@ impl Translator {
                     let diff = call
                         .as_ref()
                         .filter(|_| !is_error)
-                        .and_then(|c| self.argument_diff(&c.name, &c.args));
+                        .and_then(|c| self.proposed_diff(&c.name, &c.args));
                     let mut content: Vec<ToolCallContent> =
                         diff.map(ToolCallContent::from).into_iter().collect();
                     if !text.is_empty() {
@@ -461,6 +459,10 @@ mod tests {
     use dsh_session::{EventDraft, Message, Session, SessionHeader, SessionMeta};
     use dsh_tools::{ToolCallContext, ToolError, ToolOutput};
 
+    fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+        args.get(key).and_then(Value::as_str)
+    }
+
     /// A shell-like tool presenting its calls as terminal cards.
     struct Shell;
 
@@ -494,6 +496,44 @@ mod tests {
                 command: str_arg(args, "cmd")?.to_owned(),
                 output: Some(result.text()),
                 exit: Some(3),
+            })
+        }
+    }
+
+    /// A file tool presenting its calls the way the built-in `edit` and `write` do (a diff of
+    /// what the arguments ask for) and declaring the file it writes.
+    struct FileTool(&'static str);
+
+    #[async_trait]
+    impl Tool for FileTool {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "changes a file"
+        }
+        fn parameters(&self) -> Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
+            dsh_tools::ToolEffects::none().writes(str_arg(args, "file_path").unwrap_or(""))
+        }
+        async fn execute(&self, _: Value, _: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text(""))
+        }
+        fn present_call(&self, args: &Value) -> Option<ToolPresentation> {
+            let path = str_arg(args, "file_path")?.to_owned();
+            Some(match self.0 {
+                "edit" => ToolPresentation::Diff {
+                    path,
+                    old_text: Some(str_arg(args, "old_string")?.to_owned()),
+                    new_text: str_arg(args, "new_string")?.to_owned(),
+                },
+                _ => ToolPresentation::Diff {
+                    path,
+                    old_text: None,
+                    new_text: str_arg(args, "content")?.to_owned(),
+                },
             })
         }
     }
@@ -548,6 +588,8 @@ mod tests {
         let ctx = Context::new();
         let tools = ToolRuntime::new(&ctx);
         let _ = tools.register(&ctx, Arc::new(Shell)).unwrap();
+        let _ = tools.register(&ctx, Arc::new(FileTool("edit"))).unwrap();
+        let _ = tools.register(&ctx, Arc::new(FileTool("write"))).unwrap();
         let mut t = Translator::new(tools);
         t.bind(None, Some(PathBuf::from("/work/space")));
         t
@@ -577,7 +619,8 @@ mod tests {
         let SessionUpdate::ToolCall(card) = &updates[0] else {
             panic!("{updates:?}")
         };
-        assert_eq!(card.kind, AcpKind::Other);
+        assert_eq!(card.kind, AcpKind::Edit);
+        assert_eq!(card.title, "Edit src/a.rs");
         assert_eq!(
             card.locations[0].path,
             PathBuf::from("/work/space/src/a.rs")

@@ -11,10 +11,10 @@ use dsh_acp::{AcpOptions, ApprovalPolicy};
 use dsh_testkit::Script;
 use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 
+/// `touch` declares that it writes a file, so it is asked about; `echo` declares nothing
+/// beyond its answer and runs.
 fn touching() -> AcpOptions {
-    let mut options = options();
-    options.mutating_tools = vec!["touch".to_owned()];
-    options
+    options()
 }
 
 /// The text the model read for each call, in order.
@@ -254,6 +254,7 @@ async fn the_bridge_approver_answers_unavailable_for_agents_it_does_not_own() {
             reason: None,
             call_id: "c9".into(),
             arguments: std::sync::Arc::new(serde_json::json!({})),
+            effects: dsh_tools::ToolEffects::none().writes("touched"),
             cancel: Default::default(),
         })
         .await;

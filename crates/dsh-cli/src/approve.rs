@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use dsh_session::{Message, SessionId};
 use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 use parking_lot::Mutex;
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::chat::Printer;
@@ -90,22 +89,13 @@ impl TerminalApprover {
     }
 }
 
-/// What a call does, in one line: the command of `bash`, the path of a file tool.
-fn subject(request: &ApprovalRequest) -> String {
-    ["command", "file_path"]
-        .iter()
-        .find_map(|k| request.arguments.get(*k).and_then(Value::as_str))
-        .unwrap_or("")
-        .to_owned()
-}
-
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
         if self.current.lock().as_ref() != Some(&request.agent_id) {
             return ApprovalOutcome::Unavailable;
         }
-        let what = subject(&request);
+        let what = request.subject();
         let key = (
             request.agent_id.clone(),
             request.tool_name.clone(),
@@ -206,6 +196,7 @@ mod tests {
             reason: Some("run outside the sandbox".into()),
             call_id: CallId::new("c1"),
             arguments: Arc::new(serde_json::json!({ "command": command })),
+            effects: dsh_tools::ToolEffects::none().runs(command),
             cancel: CancellationToken::new(),
         }
     }

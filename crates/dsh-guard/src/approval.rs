@@ -19,14 +19,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use dsh_tools::{ToolEffects, names_private_address};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::mode::SandboxMode;
 use crate::policy::{SandboxPolicy, lexical};
-use crate::rules::{
-    CallFacts, Rule, RuleAction, is_file_tool, mcp_server, plainly_readable, simple_commands,
-};
+use crate::rules::{CallFacts, Rule, RuleAction, mcp_server, plainly_readable, simple_commands};
 
 /// When dsh asks the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -190,13 +188,15 @@ pub struct Guard {
     pub rules: Rules,
 }
 
-/// One tool call, as the guard sees it.
+/// One tool call, as the guard sees it: the tool's name (rules are written against names) and
+/// what the tool declared the call does. The guard never reads a tool's arguments itself, so
+/// a new tool that writes files meets the same write-root check as `write`.
 #[derive(Debug, Clone, Copy)]
 pub struct CallView<'a> {
     /// The tool.
     pub tool: &'a str,
-    /// Its parsed arguments.
-    pub arguments: &'a Value,
+    /// What the call does, as its tool declared it.
+    pub effects: &'a ToolEffects,
     /// The caller's working directory (relative paths hang off it).
     pub cwd: Option<&'a Path>,
 }
@@ -217,28 +217,30 @@ impl Guard {
 
     fn decide_here(&self, call: &CallView<'_>) -> Decision {
         let tool = call.tool.to_ascii_lowercase();
-        let command = (tool == "bash")
-            .then(|| call.arguments.get("command").and_then(Value::as_str))
-            .flatten();
-        let path = is_file_tool(&tool)
-            .then(|| target_path(call, &self.sandbox.workspace))
-            .flatten();
+        let base = call.cwd.unwrap_or(&self.sandbox.workspace);
+        let effects = call.effects;
+        let command = effects.command().map(|c| c.line.as_str());
+        let writes: Vec<PathBuf> = effects
+            .write_paths()
+            .iter()
+            .map(|p| absolute(base, p))
+            .collect();
+        let paths: Vec<PathBuf> = writes
+            .iter()
+            .cloned()
+            .chain(effects.read_paths().iter().map(|p| absolute(base, p)))
+            .collect();
         let facts = CallFacts {
             tool: &tool,
             command,
-            path: path.as_deref(),
-            workspace: call.cwd.unwrap_or(&self.sandbox.workspace),
+            paths: &paths,
+            hosts: effects.network(),
+            workspace: base,
         };
-        let escalation = (tool == "bash"
-            && call.arguments.get("escalate").and_then(Value::as_bool) == Some(true))
-        .then(|| {
-            call.arguments
-                .get("justification")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim()
-                .to_owned()
-        });
+        let escalation = effects
+            .command()
+            .and_then(|c| c.escalation.as_deref())
+            .map(|j| j.trim().to_owned());
         let by_rule = |action: RuleAction, rule: &Rule, verdict| Decision {
             verdict,
             by: "rule",
@@ -266,20 +268,25 @@ impl Guard {
         if let Some(rule) = self.rules.allow.iter().find(|r| r.matches_all(&facts)) {
             return by_rule(RuleAction::Allow, rule, Verdict::Allow);
         }
-        // An MCP tool does whatever its server does (an HTTP server is not even confined), and
-        // a server's own `readOnlyHint` is its word, not a fact: it may mutate, so it asks.
-        if let Some(server) = mcp_server(call.tool) {
-            return self.needs_approval(format!(
-                "`{}` is a tool of the MCP server `{server}`, and dsh cannot tell what it does",
-                call.tool
-            ));
+        if !effects.is_declared() {
+            // An MCP tool does whatever its server does (an HTTP server is not even
+            // confined), and a server's own `readOnlyHint` is its word, not a fact: it may
+            // mutate, so it asks. So does any tool that does not say what it does.
+            let what = match mcp_server(call.tool) {
+                Some(server) => format!(
+                    "`{}` is a tool of the MCP server `{server}`, and dsh cannot tell what it does",
+                    call.tool
+                ),
+                None => format!(
+                    "`{}` does not declare what it does, so dsh cannot tell whether it stays \
+                     inside the sandbox",
+                    call.tool
+                ),
+            };
+            return self.needs_approval(what);
         }
         let mode = self.sandbox.mode;
-        if matches!(tool.as_str(), "write" | "edit") {
-            let Some(path) = &path else {
-                // The tool itself reports a missing or bad path.
-                return self.allowed("mode");
-            };
+        for path in &writes {
             if mode == SandboxMode::DangerFullAccess {
                 return self.needs_approval(format!("`{}` writes {}", call.tool, path.display()));
             }
@@ -301,15 +308,35 @@ impl Guard {
                     None,
                 );
             }
-            return self.allowed("mode");
         }
-        if tool == "bash" && mode == SandboxMode::DangerFullAccess {
-            if command.is_some_and(is_safe_command) {
-                return self.allowed("mode");
-            }
+        if let Some(host) = effects.network().first()
+            && !self.sandbox.network
+        {
+            return self.beyond_mode(
+                Beyond {
+                    asked: format!("`{}` reaches {host} while the network is off", call.tool),
+                    refused: format!(
+                        "`{}` may not reach {host}: the network is off for this session \
+                         (`[sandbox] network = false`)",
+                        call.tool
+                    ),
+                },
+                None,
+            );
+        }
+        if let Some(host) = effects.network().iter().find(|h| names_private_address(h)) {
             return self.needs_approval(format!(
-                "`bash` runs unconfined (danger-full-access): {}",
-                command.unwrap_or("")
+                "`{}` reaches {host}, which is this machine or a private network",
+                call.tool
+            ));
+        }
+        if let Some(command) = command
+            && mode == SandboxMode::DangerFullAccess
+            && !is_safe_command(command)
+        {
+            return self.needs_approval(format!(
+                "`{}` runs unconfined (danger-full-access): {command}",
+                call.tool
             ));
         }
         self.allowed("mode")
@@ -407,21 +434,19 @@ struct Beyond {
     refused: String,
 }
 
-/// The absolute target of a file tool's `file_path`, relative paths hanging off the caller's
-/// working directory (else the workspace).
-fn target_path(call: &CallView<'_>, workspace: &Path) -> Option<PathBuf> {
-    let raw = call.arguments.get("file_path").and_then(Value::as_str)?;
-    let path = Path::new(raw);
-    Some(lexical(&if path.is_absolute() {
+/// A declared path made absolute: relative paths hang off the caller's working directory.
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    lexical(&if path.is_absolute() {
         path.to_path_buf()
     } else {
-        call.cwd.unwrap_or(workspace).join(path)
-    }))
+        base.join(path)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn guard(mode: SandboxMode, approval: ApprovalPolicy) -> Guard {
         Guard {
@@ -435,10 +460,30 @@ mod tests {
         list.iter().map(|r| Rule::parse(r).unwrap()).collect()
     }
 
+    /// What the built-in tools declare for these arguments (they live in a crate above this
+    /// one); MCP tools declare nothing.
+    fn effects_of(tool: &str, args: &Value) -> ToolEffects {
+        let text = |k: &str| args.get(k).and_then(Value::as_str);
+        match tool {
+            "bash" => {
+                let runs = ToolEffects::none().runs(text("command").unwrap_or(""));
+                match args.get("escalate").and_then(Value::as_bool) {
+                    Some(true) => runs.escalated(text("justification").unwrap_or("")),
+                    _ => runs,
+                }
+            }
+            "write" | "edit" => ToolEffects::none().writes(text("file_path").unwrap_or("")),
+            "read" => ToolEffects::none().reads(text("file_path").unwrap_or("")),
+            "web_fetch" => ToolEffects::none().reaches(text("host").unwrap_or("")),
+            t if t.starts_with("mcp__") => ToolEffects::undeclared(),
+            _ => ToolEffects::none(),
+        }
+    }
+
     fn decide(guard: &Guard, tool: &str, arguments: Value) -> Decision {
         guard.decide(&CallView {
             tool,
-            arguments: &arguments,
+            effects: &effects_of(tool, &arguments),
             cwd: Some(Path::new("/ws")),
         })
     }
@@ -459,6 +504,36 @@ mod tests {
         let commit = decide(&g, "bash", bash("git commit -m x"));
         assert!(matches!(commit.verdict, Verdict::Ask { .. }), "{commit:?}");
         assert_eq!(decide(&g, "bash", bash("git log")).verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn reaching_a_private_address_needs_approval_unless_a_domain_rule_allows_it() {
+        let fetch = |host: &str| serde_json::json!({ "host": host });
+        let mut ask = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        let d = decide(&ask, "web_fetch", fetch("169.254.169.254"));
+        let Verdict::Ask { reason } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("private network"), "{reason}");
+        assert_eq!(
+            decide(&ask, "web_fetch", fetch("docs.rs")).verdict,
+            Verdict::Allow
+        );
+        let never = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Never);
+        assert!(matches!(
+            decide(&never, "web_fetch", fetch("localhost")).verdict,
+            Verdict::Deny { .. }
+        ));
+        ask.rules.allow = rules(&["web_fetch(domain:localhost)"]);
+        assert_eq!(
+            decide(&ask, "web_fetch", fetch("localhost")).verdict,
+            Verdict::Allow
+        );
+        ask.rules.deny = rules(&["web_fetch(domain:*.example.com)"]);
+        assert!(matches!(
+            decide(&ask, "web_fetch", fetch("cdn.example.com")).verdict,
+            Verdict::Deny { .. }
+        ));
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
                 let cwd = call.caller.as_ref().and_then(|c| c.cwd.clone());
                 let view = CallView {
                     tool: &call.name,
-                    arguments: &call.arguments,
+                    effects: call.effects(),
                     cwd: cwd.as_deref(),
                 };
                 let mut decision = guard.decide(&view);
@@ -138,8 +138,11 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
 /// denied` line, or a refused connection while the network is off. The output is kept.
 fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
     let call = input.exec();
-    let escalated = call.arguments.get("escalate").and_then(Value::as_bool) == Some(true);
-    if call.name != "bash" || escalated || !guard.sandbox.mode.confines() {
+    let runs_confined = call
+        .effects()
+        .command()
+        .is_some_and(|c| c.escalation.is_none());
+    if !runs_confined || !guard.sandbox.mode.confines() {
         return None;
     }
     let text = input.result().text();

@@ -1,8 +1,10 @@
 //! Permission rules in the spirit of Claude Code's: `Tool` or `Tool(specifier)`, where the
 //! specifier is a command pattern for `bash` (`bash(git status*)`, `bash(npm run test *)`,
-//! `bash(git:*)`) and a path glob for `write`, `edit` and `read` (`write(/etc/**)`,
-//! `edit(src/**)`, `write(~/.ssh/*)`); tool names may use `*` (`mcp__github__*`), and a bare
-//! server name (`mcp__github`) names every tool of that MCP server.
+//! `bash(git:*)`) and a path glob for any other tool, matched against the paths its calls
+//! declare they write or read (`write(/etc/**)`, `edit(src/**)`, `read(~/.ssh/*)`), or
+//! `domain:HOST` for the hosts a call reaches (`web_fetch(domain:docs.rs)`); tool
+//! names may use `*` (`mcp__github__*`), and a bare server name (`mcp__github`) names every
+//! tool of that MCP server.
 //!
 //! Commands are split into their simple commands (across `&& || ; | &`, newlines, subshells,
 //! `$( )`, backticks and `bash -c '…'`), so `deny bash(git push *)` also catches
@@ -78,6 +80,9 @@ enum Specifier {
     Command(String),
     /// A path glob, resolved when matched (relative to the workspace, `~` to the home).
     Path(String),
+    /// `domain:HOST` (exactly that host) or `domain:*.HOST` (its subdomains only), matched
+    /// against the hosts a call reaches.
+    Domain(String),
 }
 
 /// The facts of one call a rule is matched against.
@@ -85,10 +90,12 @@ enum Specifier {
 pub struct CallFacts<'a> {
     /// The tool's name.
     pub tool: &'a str,
-    /// The `bash` command, when the tool is `bash`.
+    /// The command the call runs, as its tool declared it.
     pub command: Option<&'a str>,
-    /// The absolute target path of a file tool.
-    pub path: Option<&'a Path>,
+    /// The absolute paths it declared it writes, then those it reads.
+    pub paths: &'a [PathBuf],
+    /// The hosts dsh connects to for it (lower case).
+    pub hosts: &'a [String],
     /// The workspace, for relative path globs.
     pub workspace: &'a Path,
 }
@@ -134,16 +141,21 @@ impl Rule {
         let specifier = match specifier {
             None => None,
             Some(spec) if tool == "bash" => Some(Specifier::Command(command_pattern(spec))),
-            Some(spec) if is_file_tool(&tool) => {
+            Some(spec) if spec.starts_with("domain:") => {
+                let domain = spec["domain:".len()..].trim().to_ascii_lowercase();
+                let bare = domain.strip_prefix("*.").unwrap_or(&domain);
+                if bare.is_empty() || bare.contains(['*', '/', ':', ' ']) {
+                    return Err(err(
+                        tool.len() + 1 + "domain:".len(),
+                        "expected a host name after `domain:` (`example.com`, or `*.example.com` for its subdomains)",
+                    ));
+                }
+                Some(Specifier::Domain(domain))
+            }
+            Some(spec) => {
                 // Checked now so a bad glob is a config error, not a silent non-match.
                 Glob::new(spec).map_err(|e| err(tool.len() + 1, &format!("bad path glob: {e}")))?;
                 Some(Specifier::Path(spec.to_owned()))
-            }
-            Some(_) => {
-                return Err(err(
-                    tool.len(),
-                    "only bash (a command), write, edit and read (a path) take a specifier",
-                ));
             }
         };
         Ok(Rule {
@@ -180,7 +192,12 @@ impl Rule {
                             .iter()
                             .any(|c| command_matches(pattern, c))
                 }),
-                Some(Specifier::Path(glob)) => path_matches(glob, call),
+                Some(Specifier::Path(glob)) => {
+                    call.paths.iter().any(|path| path_matches(glob, path, call))
+                }
+                Some(Specifier::Domain(domain)) => {
+                    call.hosts.iter().any(|host| domain_matches(domain, host))
+                }
             }
     }
 
@@ -196,7 +213,14 @@ impl Rule {
                             .iter()
                             .all(|c| command_matches(pattern, c))
                 }),
-                Some(Specifier::Path(glob)) => path_matches(glob, call),
+                Some(Specifier::Path(glob)) => {
+                    !call.paths.is_empty()
+                        && call.paths.iter().all(|path| path_matches(glob, path, call))
+                }
+                Some(Specifier::Domain(domain)) => {
+                    !call.hosts.is_empty()
+                        && call.hosts.iter().all(|host| domain_matches(domain, host))
+                }
             }
     }
 }
@@ -208,11 +232,6 @@ impl fmt::Display for Rule {
             None => f.write_str(&self.text),
         }
     }
-}
-
-/// The tools whose specifier is a path.
-pub(crate) fn is_file_tool(tool: &str) -> bool {
-    matches!(tool, "write" | "edit" | "read")
 }
 
 /// `cmd:*` is Claude Code's spelling of `cmd *`.
@@ -252,10 +271,17 @@ fn wildcard(pattern: &str, text: &str) -> bool {
     remaining.ends_with(last)
 }
 
-fn path_matches(glob: &str, call: &CallFacts<'_>) -> bool {
-    let Some(path) = call.path else {
-        return false;
-    };
+/// `example.com` is that host only; `*.example.com` its subdomains only (not the bare name).
+fn domain_matches(domain: &str, host: &str) -> bool {
+    match domain.strip_prefix("*.") {
+        Some(parent) => host
+            .strip_suffix(parent)
+            .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+        None => host == domain,
+    }
+}
+
+fn path_matches(glob: &str, path: &Path, call: &CallFacts<'_>) -> bool {
     let pattern = if let Some(rest) = glob.strip_prefix("~/") {
         match std::env::var_os("HOME") {
             Some(home) => PathBuf::from(home).join(rest),
@@ -374,12 +400,40 @@ mod tests {
     use super::*;
 
     fn facts<'a>(tool: &'a str, command: Option<&'a str>, path: Option<&'a Path>) -> CallFacts<'a> {
+        let paths: Vec<PathBuf> = path.map(Path::to_path_buf).into_iter().collect();
         CallFacts {
             tool,
             command,
-            path,
+            paths: Box::leak(paths.into_boxed_slice()),
+            hosts: &[],
             workspace: Path::new("/ws"),
         }
+    }
+
+    #[test]
+    fn domain_rules_match_a_host_exactly_or_its_subdomains_only() {
+        let exact = Rule::parse("web_fetch(domain:Example.com)").unwrap();
+        let subs = Rule::parse("web_fetch(domain:*.example.com)").unwrap();
+        let facts = |hosts: &'static [String]| CallFacts {
+            tool: "web_fetch",
+            command: None,
+            paths: &[],
+            hosts,
+            workspace: Path::new("/ws"),
+        };
+        let host =
+            |h: &str| -> &'static [String] { Box::leak(vec![h.to_owned()].into_boxed_slice()) };
+        assert!(exact.matches_all(&facts(host("example.com"))));
+        assert!(!exact.matches_all(&facts(host("docs.example.com"))));
+        assert!(!exact.matches_any(&facts(host("example.com.evil.org"))));
+        assert!(subs.matches_all(&facts(host("docs.example.com"))));
+        assert!(!subs.matches_all(&facts(host("example.com"))));
+        assert!(!subs.matches_all(&facts(host("badexample.com"))));
+        assert!(!exact.matches_all(&facts(&[])));
+        assert_eq!(
+            Rule::parse("web_fetch(domain:)").unwrap_err().offset,
+            "web_fetch(domain:".len()
+        );
     }
 
     fn bash(rule: &str, command: &str) -> (bool, bool) {
@@ -455,7 +509,7 @@ mod tests {
         assert_eq!(Rule::parse("bash(git").unwrap_err().offset, 8);
         assert_eq!(Rule::parse("ba sh").unwrap_err().offset, 2);
         assert_eq!(Rule::parse("bash()").unwrap_err().offset, 5);
-        assert!(Rule::parse("grep(x)").is_err());
+        assert_eq!(Rule::parse("grep(a[)").unwrap_err().offset, 5);
         assert!(Rule::parse("").is_err());
     }
 }

@@ -272,3 +272,151 @@ async fn a_subagent_runs_under_its_parents_session_policy() {
     let logged = decisions(&child);
     assert_eq!(logged.last().unwrap()["approval"], "auto");
 }
+
+/// A tool the guard has never heard of, written the way a third party would: its effects are
+/// whatever `declare` says for the arguments (`None`: it declares nothing), and its body
+/// records that it ran.
+struct Foreign {
+    name: &'static str,
+    declare: fn(&Value) -> Option<dsh_tools::ToolEffects>,
+    ran: common::Log,
+}
+
+#[async_trait]
+impl dsh_tools::Tool for Foreign {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn description(&self) -> &str {
+        "a third party's tool"
+    }
+
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
+    fn effects(&self, args: &Value) -> dsh_tools::ToolEffects {
+        (self.declare)(args).unwrap_or_else(dsh_tools::ToolEffects::undeclared)
+    }
+
+    async fn execute(
+        &self,
+        args: Value,
+        _call: &dsh_tools::ToolCallContext,
+    ) -> Result<dsh_tools::ToolOutput, dsh_tools::ToolError> {
+        self.ran.lock().push(format!("{} {args}", self.name));
+        Ok(dsh_tools::ToolOutput::text("ok"))
+    }
+}
+
+fn foreign(
+    name: &'static str,
+    declare: fn(&Value) -> Option<dsh_tools::ToolEffects>,
+) -> (Arc<Foreign>, common::Log) {
+    let ran = log();
+    let tool = Arc::new(Foreign {
+        name,
+        declare,
+        ran: ran.clone(),
+    });
+    (tool, ran)
+}
+
+#[tokio::test]
+async fn a_new_file_writing_tool_meets_the_write_root_check_through_its_declared_effects() {
+    let (ctx, rt) = runtime();
+    let (tool, ran) = foreign("scribble", |args| {
+        Some(dsh_tools::ToolEffects::none().writes(args["target"].as_str().unwrap_or("")))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
+    let g = guard(
+        SandboxMode::WorkspaceWrite,
+        ApprovalPolicy::Never,
+        Rules::default(),
+    );
+    let _guard = install(&ctx, g).unwrap();
+    let a = agent(&ctx, "a");
+    let outside = rt
+        .run(&exec("scribble", r#"{"target":"/etc/cron.d/x"}"#, Some(&a)))
+        .await;
+    assert!(outside.is_error);
+    assert!(
+        outside
+            .text()
+            .contains("`scribble` may not write /etc/cron.d/x"),
+        "{}",
+        outside.text()
+    );
+    assert!(
+        entries(&ran).is_empty(),
+        "the body ran: {:?}",
+        entries(&ran)
+    );
+    let inside = rt
+        .run(&exec("scribble", r#"{"target":"notes/a.md"}"#, Some(&a)))
+        .await;
+    assert!(!inside.is_error, "{}", inside.text());
+    assert_eq!(entries(&ran), [r#"scribble {"target":"notes/a.md"}"#]);
+}
+
+#[tokio::test]
+async fn a_tool_that_declares_nothing_is_asked_about() {
+    let (ctx, rt) = runtime();
+    let (tool, ran) = foreign("mystery", |_| None);
+    let _tool = rt.register(&ctx, tool).unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let _guard = asking(
+        &ctx,
+        Arc::new(Scripted {
+            answer: ApprovalOutcome::Rejected,
+            asked: asked.clone(),
+        }),
+        SandboxMode::WorkspaceWrite,
+    );
+    let a = agent(&ctx, "a");
+    let result = rt.run(&exec("mystery", "{}", Some(&a))).await;
+    assert!(result.is_error, "{}", result.text());
+    assert!(entries(&ran).is_empty());
+    let asked = asked.lock();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("does not declare what it does")),
+        "{:?}",
+        asked[0].reason
+    );
+}
+
+#[tokio::test]
+async fn a_tool_reaching_the_network_is_refused_while_the_network_is_off() {
+    let (ctx, rt) = runtime();
+    let (tool, ran) = foreign("fetch_page", |args| {
+        Some(dsh_tools::ToolEffects::none().reaches(args["url"].as_str().unwrap_or("")))
+    });
+    let _tool = rt.register(&ctx, tool).unwrap();
+    let mut sandbox = SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/ws");
+    sandbox.network = false;
+    let _guard = install(
+        &ctx,
+        Arc::new(Guard {
+            sandbox,
+            approval: ApprovalPolicy::Never,
+            rules: Rules::default(),
+        }),
+    )
+    .unwrap();
+    let a = agent(&ctx, "a");
+    let off = rt
+        .run(&exec(
+            "fetch_page",
+            r#"{"url":"https://example.org/"}"#,
+            Some(&a),
+        ))
+        .await;
+    assert!(off.is_error);
+    assert!(off.text().contains("the network is off"), "{}", off.text());
+    assert!(entries(&ran).is_empty());
+}

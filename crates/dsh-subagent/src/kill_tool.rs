@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 use dsh_kernel::Context;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -45,6 +47,11 @@ impl TypedTool for SubagentKillTool {
 
     fn description(&self) -> &str {
         DESCRIPTION
+    }
+
+    /// Stops only the caller's own child.
+    fn effects(&self, _args: &SubagentKillArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dsh_kernel::Context;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -99,6 +101,11 @@ impl TypedTool for SubagentOutputTool {
 
     fn is_concurrency_safe(&self, _args: &SubagentOutputArgs) -> bool {
         true
+    }
+
+    /// Reads the caller's own child's answer.
+    fn effects(&self, _args: &SubagentOutputArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

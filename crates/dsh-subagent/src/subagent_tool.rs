@@ -4,7 +4,8 @@
 use async_trait::async_trait;
 use dsh_kernel::Context;
 use dsh_tools::{
-    ToolCallContext, ToolCallResult, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+    ToolCallContext, ToolCallResult, ToolEffects, ToolError, ToolKind, ToolOutput,
+    ToolPresentation, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -73,6 +74,12 @@ impl TypedTool for SubagentTool {
 
     fn is_concurrency_safe(&self, _args: &SubagentArgs) -> bool {
         true
+    }
+
+    /// Starting a child changes nothing by itself: each of the child's calls is guarded on its
+    /// own, under its parent's policy.
+    fn effects(&self, _args: &SubagentArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use dsh_kernel::Context;
 use dsh_shell::{ShellError, ShellExecRequest};
 use dsh_tools::{
-    ToolCallContext, ToolCallResult, ToolError, ToolOutput, ToolPresentation, TypedTool,
+    ToolCallContext, ToolCallResult, ToolEffects, ToolError, ToolOutput, ToolPresentation,
+    TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -149,6 +150,15 @@ impl TypedTool for BashTool {
 
     fn description(&self) -> &str {
         DESCRIPTION
+    }
+
+    fn effects(&self, args: &BashArgs) -> ToolEffects {
+        let runs = ToolEffects::none().runs(args.command.as_str());
+        if args.escalate {
+            runs.escalated(args.justification.as_deref().unwrap_or("").trim())
+        } else {
+            runs
+        }
     }
 
     async fn run(&self, args: BashArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

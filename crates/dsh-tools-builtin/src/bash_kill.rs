@@ -4,7 +4,9 @@
 use async_trait::async_trait;
 use dsh_kernel::Context;
 use dsh_shell::{TaskId, TaskStatus};
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -47,6 +49,11 @@ impl TypedTool for BashKillTool {
 
     fn description(&self) -> &str {
         DESCRIPTION
+    }
+
+    /// Stops only the caller's own background task (the executor checks the owner).
+    fn effects(&self, _args: &BashKillArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

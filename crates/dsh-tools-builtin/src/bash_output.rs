@@ -4,7 +4,9 @@
 use async_trait::async_trait;
 use dsh_kernel::Context;
 use dsh_shell::TaskId;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -53,6 +55,11 @@ impl TypedTool for BashOutputTool {
 
     fn is_concurrency_safe(&self, _args: &BashOutputArgs) -> bool {
         true
+    }
+
+    /// Reads the output of the caller's own background task.
+    fn effects(&self, _args: &BashOutputArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

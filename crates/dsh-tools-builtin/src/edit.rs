@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_session::SessionId;
 use dsh_tools::{
-    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+    FileAccess, ToolCallContext, ToolEffects, ToolError, ToolOutput, ToolPresentation, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -186,6 +186,10 @@ impl TypedTool for EditTool {
         DESCRIPTION
     }
 
+    fn effects(&self, args: &EditArgs) -> ToolEffects {
+        ToolEffects::none().writes(args.file_path.as_str())
+    }
+
     async fn run(&self, args: EditArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         non_empty("file_path", &args.file_path)?;
         if args.old_string.is_empty() {
@@ -223,9 +227,10 @@ impl TypedTool for EditTool {
     }
 
     fn present_call(&self, args: &EditArgs) -> Option<ToolPresentation> {
-        Some(ToolPresentation::Generic {
-            title: format!("Edit {}", args.file_path),
-            kind: ToolKind::Edit,
+        Some(ToolPresentation::Diff {
+            path: args.file_path.clone(),
+            old_text: Some(args.old_string.clone()),
+            new_text: args.new_string.clone(),
         })
     }
 }

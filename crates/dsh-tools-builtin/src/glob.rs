@@ -1,7 +1,9 @@
 //! The `glob` tool: files whose name or relative path matches a glob, honouring ignore files.
 
 use async_trait::async_trait;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -86,6 +88,10 @@ impl TypedTool for GlobTool {
 
     fn is_concurrency_safe(&self, _args: &GlobArgs) -> bool {
         true
+    }
+
+    fn effects(&self, args: &GlobArgs) -> ToolEffects {
+        ToolEffects::none().reads(args.path.as_deref().unwrap_or("."))
     }
 
     async fn run(&self, args: GlobArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

@@ -4,7 +4,9 @@
 use std::io;
 
 use async_trait::async_trait;
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -135,6 +137,10 @@ impl TypedTool for GrepTool {
 
     fn is_concurrency_safe(&self, _args: &GrepArgs) -> bool {
         true
+    }
+
+    fn effects(&self, args: &GrepArgs) -> ToolEffects {
+        ToolEffects::none().reads(args.path.as_deref().unwrap_or("."))
     }
 
     async fn run(&self, args: GrepArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_tools::{
-    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+    FileAccess, ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation,
+    TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -179,6 +180,10 @@ impl TypedTool for ReadTool {
 
     fn is_concurrency_safe(&self, _args: &ReadArgs) -> bool {
         true
+    }
+
+    fn effects(&self, args: &ReadArgs) -> ToolEffects {
+        ToolEffects::none().reads(args.file_path.as_str())
     }
 
     async fn run(&self, args: ReadArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

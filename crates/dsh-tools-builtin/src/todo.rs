@@ -6,7 +6,9 @@
 
 use async_trait::async_trait;
 use dsh_session::{TodoItem, TodoStatus, TodoWrite};
-use dsh_tools::{ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool};
+use dsh_tools::{
+    ToolCallContext, ToolEffects, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -71,6 +73,11 @@ impl TypedTool for TodoWriteTool {
 
     fn description(&self) -> &str {
         DESCRIPTION
+    }
+
+    /// The list lives in the session.
+    fn effects(&self, _args: &TodoWriteArgs) -> ToolEffects {
+        ToolEffects::none()
     }
 
     async fn run(

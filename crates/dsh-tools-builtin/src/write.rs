@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dsh_session::SessionId;
 use dsh_tools::{
-    FileAccess, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation, TypedTool,
+    FileAccess, ToolCallContext, ToolEffects, ToolError, ToolOutput, ToolPresentation, TypedTool,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -112,6 +112,10 @@ impl TypedTool for WriteTool {
         DESCRIPTION
     }
 
+    fn effects(&self, args: &WriteArgs) -> ToolEffects {
+        ToolEffects::none().writes(args.file_path.as_str())
+    }
+
     async fn run(&self, args: WriteArgs, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         non_empty("file_path", &args.file_path)?;
         let base = working_dir(call)?;
@@ -145,9 +149,10 @@ impl TypedTool for WriteTool {
     }
 
     fn present_call(&self, args: &WriteArgs) -> Option<ToolPresentation> {
-        Some(ToolPresentation::Generic {
-            title: format!("Write {}", args.file_path),
-            kind: ToolKind::Edit,
+        Some(ToolPresentation::Diff {
+            path: args.file_path.clone(),
+            old_text: None,
+            new_text: args.content.clone(),
         })
     }
 }

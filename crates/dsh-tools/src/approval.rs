@@ -7,6 +7,8 @@ use dsh_session::{CallId, SessionId};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::effects::ToolEffects;
+
 /// One question to the user: may this call run?
 #[derive(Clone, Debug)]
 pub struct ApprovalRequest {
@@ -20,9 +22,27 @@ pub struct ApprovalRequest {
     pub call_id: CallId,
     /// The parsed arguments, for showing what will run.
     pub arguments: Arc<Value>,
+    /// What the call does, as its tool declared it: the command or the file a front end
+    /// names in its question.
+    pub effects: ToolEffects,
     /// The turn's cancellation; an approver should stop waiting (answer `Cancelled`) when it
     /// fires.
     pub cancel: CancellationToken,
+}
+
+impl ApprovalRequest {
+    /// What the call does in one phrase a person recognises: the command it runs, else the
+    /// first file it writes, else the first file it reads; empty when it declared none.
+    pub fn subject(&self) -> String {
+        if let Some(command) = self.effects.command() {
+            return command.line.clone();
+        }
+        self.effects
+            .paths()
+            .next()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
 }
 
 /// The user's answer. Everything but `AllowedOnce` denies, each with its own reason so the

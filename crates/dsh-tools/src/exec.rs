@@ -2,7 +2,8 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock};
 
 use dsh_kernel::ScopeTag;
 use dsh_session::CallId;
@@ -11,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::ToolCaller;
+use crate::effects::ToolEffects;
 use crate::tool::Tool;
 
 /// Parses the model's raw argument text once: `""` → `{}`, valid JSON → that value, anything
@@ -29,6 +31,8 @@ pub fn parse_arguments(raw: &str) -> Value {
 pub(crate) struct CallState {
     /// The definition visible when the call started; its `finalize_content` is the one applied.
     pub(crate) definition: Mutex<Option<Arc<dyn Tool>>>,
+    /// What that definition declared for these arguments, set with the definition.
+    pub(crate) effects: OnceLock<ToolEffects>,
 }
 
 impl fmt::Debug for CallState {
@@ -76,6 +80,33 @@ impl ToolExec {
             cancel,
             state: Arc::default(),
         }
+    }
+
+    /// What the call does, as the tool visible when it started declared it (see
+    /// [`Tool::effects`]). Fixed when the pipeline takes the call up, so every stage and
+    /// listener reads the same facts. Before that, or when the tool's declaration panicked,
+    /// it is [`ToolEffects::undeclared`]: fail closed.
+    pub fn effects(&self) -> &ToolEffects {
+        static UNDECLARED: OnceLock<ToolEffects> = OnceLock::new();
+        self.state
+            .effects
+            .get()
+            .unwrap_or_else(|| UNDECLARED.get_or_init(ToolEffects::undeclared))
+    }
+
+    /// Snapshots `definition` and its effects for these arguments. An unknown tool's call
+    /// fails before anything runs, so it does nothing.
+    pub(crate) fn take_definition(&self, definition: Option<Arc<dyn Tool>>) {
+        let effects = match &definition {
+            None => ToolEffects::none(),
+            Some(tool) => {
+                let args = &self.arguments;
+                std::panic::catch_unwind(AssertUnwindSafe(|| tool.effects(args)))
+                    .unwrap_or_else(|_| ToolEffects::undeclared())
+            }
+        };
+        *self.state.definition.lock() = definition;
+        let _ = self.state.effects.set(effects);
     }
 
     /// The routing tag: the caller's context tag, `None` for agentless calls.

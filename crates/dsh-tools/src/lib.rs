@@ -16,6 +16,7 @@
 mod approval;
 mod call_context;
 mod caller;
+mod effects;
 mod error;
 mod events;
 mod exec;
@@ -33,6 +34,7 @@ mod typed;
 pub use approval::{ApprovalOutcome, ApprovalRequest, Approver};
 pub use call_context::ToolCallContext;
 pub use caller::ToolCaller;
+pub use effects::{CommandEffect, ToolEffects, is_private_address, names_private_address};
 pub use error::{
     INVALID_ARGUMENTS, INVALID_TOOL_OUTPUT, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH,
     TOOL_PANICKED, ToolError, ToolsError, UNKNOWN_TOOL,

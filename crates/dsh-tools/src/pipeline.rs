@@ -117,7 +117,7 @@ impl ToolRuntime {
     /// Stage 1, in model order: cancellation check, the `tools/pre-execute` waterfall, approval
     /// for `Ask`, then guards (INV-PIPE-1, INV-PIPE-2).
     pub async fn prepare(&self, exec: &ToolExec) -> Prepared {
-        *exec.state.definition.lock() = self.get(exec.tag(), &exec.name);
+        exec.take_definition(self.get(exec.tag(), &exec.name));
         if exec.cancel.is_cancelled() {
             return Prepared::Settled(Dispatched::fin(
                 ToolCallResult::aborted_before_dispatch(),
@@ -198,6 +198,7 @@ impl ToolRuntime {
             reason,
             call_id: exec.call_id.clone(),
             arguments: exec.arguments.clone(),
+            effects: exec.effects().clone(),
             cancel: exec.cancel.clone(),
         };
         let outcome = AssertUnwindSafe(approver.request(request))

@@ -6,6 +6,7 @@ use serde_json::Value;
 use dsh_session::ContentBlock;
 
 use crate::call_context::ToolCallContext;
+use crate::effects::ToolEffects;
 use crate::error::ToolError;
 use crate::exec::ToolExec;
 use crate::output::ToolOutput;
@@ -32,6 +33,16 @@ pub trait Tool: Send + Sync + 'static {
     /// a panic — makes the call an exclusive barrier.
     fn is_concurrency_safe(&self, _args: &Value) -> bool {
         false
+    }
+
+    /// What this call does to the world (files it writes, a command it runs, hosts it
+    /// reaches), decided from the arguments. The guard, the editor's permission requests and the
+    /// front ends read this instead of recognising tools by name, so a new tool is checked the
+    /// same way as the built-in ones. The default, [`ToolEffects::undeclared`], makes policy
+    /// treat every call as possibly doing anything (it asks). Must not panic; a panic counts as
+    /// undeclared.
+    fn effects(&self, _args: &Value) -> ToolEffects {
+        ToolEffects::undeclared()
     }
 
     /// Runs one call. `args` is the parsed argument value (a JSON string holding the raw text

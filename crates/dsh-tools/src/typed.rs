@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::call_context::ToolCallContext;
+use crate::effects::ToolEffects;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::presentation::ToolPresentation;
@@ -34,6 +35,12 @@ pub trait TypedTool: Send + Sync + 'static {
     /// arguments that do not validate are always exclusive.
     fn is_concurrency_safe(&self, _args: &Self::Args) -> bool {
         false
+    }
+
+    /// See [`Tool::effects`]. Arguments that do not validate never reach the body, so such a
+    /// call does nothing ([`ToolEffects::none`]) and this is not called.
+    fn effects(&self, _args: &Self::Args) -> ToolEffects {
+        ToolEffects::undeclared()
     }
 
     /// Runs one call with validated arguments.
@@ -101,6 +108,13 @@ impl<T: TypedTool> Tool for T {
     fn is_concurrency_safe(&self, args: &Value) -> bool {
         serde_json::from_value::<T::Args>(args.clone())
             .is_ok_and(|a| TypedTool::is_concurrency_safe(self, &a))
+    }
+
+    fn effects(&self, args: &Value) -> ToolEffects {
+        match serde_json::from_value::<T::Args>(args.clone()) {
+            Ok(args) => TypedTool::effects(self, &args),
+            Err(_) => ToolEffects::none(),
+        }
     }
 
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

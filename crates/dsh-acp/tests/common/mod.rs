@@ -33,7 +33,7 @@ use dsh_session::{
 };
 use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
 use dsh_testkit::ScriptedAdapter;
-use dsh_tools::{Tool, ToolCallContext, ToolError, ToolOutput};
+use dsh_tools::{Tool, ToolCallContext, ToolEffects, ToolError, ToolOutput};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -527,6 +527,9 @@ impl Tool for EchoTool {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"text": {"type": "string"}}})
     }
+    fn effects(&self, _args: &Value) -> ToolEffects {
+        ToolEffects::none()
+    }
     async fn execute(&self, args: Value, _call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(
             args.get("text")
@@ -559,6 +562,9 @@ impl Tool for TouchTool {
     }
     fn parameters(&self) -> Value {
         json!({"type": "object"})
+    }
+    fn effects(&self, _args: &Value) -> ToolEffects {
+        ToolEffects::none().writes("touched")
     }
     async fn execute(
         &self,
@@ -597,6 +603,9 @@ impl Tool for WaitTool {
     }
     fn parameters(&self) -> Value {
         json!({"type": "object"})
+    }
+    fn effects(&self, _args: &Value) -> ToolEffects {
+        ToolEffects::none()
     }
     async fn execute(
         &self,

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use dsh_kernel::{Context, ScopeTag};
 use dsh_session::{CallId, Session, SessionHeader, SessionId, SessionMeta};
 use dsh_tools::{
-    Tool, ToolCallContext, ToolCaller, ToolError, ToolExec, ToolOutput, ToolRuntime, ToolsExecute,
-    ToolsPostExecute, ToolsPreExecute, ToolsResult,
+    Tool, ToolCallContext, ToolCaller, ToolEffects, ToolError, ToolExec, ToolOutput, ToolRuntime,
+    ToolsExecute, ToolsPostExecute, ToolsPreExecute, ToolsResult,
 };
 use futures::FutureExt;
 use parking_lot::Mutex;
@@ -107,10 +107,35 @@ impl Tool for Recorder {
         args.get("safe") == Some(&Value::Bool(true))
     }
 
+    fn effects(&self, args: &Value) -> ToolEffects {
+        effects_like_builtins(&self.name, args)
+    }
+
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         push(&self.log, format!("body:{}:{}", self.name, call.call_id()));
         Ok(ToolOutput::text(format!("{} ok", self.name)).with_meta(args))
     }
+}
+
+/// Effects declared from the arguments the way the built-in tools declare theirs:
+/// `file_path` is written, `command` is run (escalated with `escalate: true`); a tool named like
+/// an MCP server's declares nothing, as those do.
+pub fn effects_like_builtins(name: &str, args: &Value) -> ToolEffects {
+    if name.starts_with("mcp__") {
+        return ToolEffects::undeclared();
+    }
+    let text = |k: &str| args.get(k).and_then(Value::as_str);
+    let mut effects = ToolEffects::none();
+    if let Some(path) = text("file_path") {
+        effects = effects.writes(path);
+    }
+    if let Some(command) = text("command") {
+        effects = effects.runs(command);
+        if args.get("escalate") == Some(&Value::Bool(true)) {
+            effects = effects.escalated(text("justification").unwrap_or(""));
+        }
+    }
+    effects
 }
 
 /// A tool with fixed behaviour supplied as a closure.
@@ -144,6 +169,10 @@ where
 
     fn parameters(&self) -> Value {
         json!({"type": "object"})
+    }
+
+    fn effects(&self, args: &Value) -> ToolEffects {
+        effects_like_builtins(&self.name, args)
     }
 
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {

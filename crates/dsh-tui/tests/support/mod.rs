@@ -168,6 +168,8 @@ pub fn ask(
             tool_name: "bash".into(),
             reason: reason.map(str::to_owned),
             call_id: "c1".into(),
+            effects: dsh_tools::ToolEffects::none()
+                .runs(args["command"].as_str().unwrap_or_default()),
             arguments: Arc::new(args),
             cancel: tokio_util::sync::CancellationToken::new(),
         },

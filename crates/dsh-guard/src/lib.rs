@@ -35,6 +35,7 @@ mod session_policy;
 mod shell;
 mod supervisor;
 mod sweep;
+mod writes;
 mod zygote;
 
 pub use crate::landlock::{

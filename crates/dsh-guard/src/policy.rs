@@ -108,6 +108,21 @@ impl SandboxPolicy {
         }
     }
 
+    /// [`write_roots`](Self::write_roots) with the name each was configured by: (canonical,
+    /// as configured). The file tools map a model's path onto a root by either name.
+    pub fn named_write_roots(&self) -> Vec<(PathBuf, PathBuf)> {
+        match self.mode {
+            SandboxMode::ReadOnly => Vec::new(),
+            SandboxMode::WorkspaceWrite | SandboxMode::DangerFullAccess => {
+                std::iter::once(&self.workspace)
+                    .chain(&self.temp_dirs)
+                    .chain(&self.writable_roots)
+                    .map(|root| (canonical(root), lexical(root)))
+                    .collect()
+            }
+        }
+    }
+
     /// The paths that stay read-only inside the writable roots: each root's `.git` and
     /// `.dsh` (hooks, project config and repository config run code later, outside the
     /// sandbox) and `$DSH_HOME` (dsh's own config).

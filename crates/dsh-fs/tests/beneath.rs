@@ -3,11 +3,10 @@
 //! resolver, however the tree is arranged or rearranged while writing.
 
 use std::os::unix::fs::symlink;
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
 
 use dsh_fs::{Place, Resolver, Root};
+use dsh_testkit::Flipper;
 
 const RESOLVERS: [Resolver; 2] = [Resolver::Openat2, Resolver::Walk];
 
@@ -117,15 +116,6 @@ fn reading_beneath_refuses_what_is_not_a_regular_file() {
     }
 }
 
-/// Replaces `link` with a symlink to `target` in one step (a rename over it), as an
-/// attacker flipping a directory would.
-fn flip(link: &Path, target: &Path) {
-    let temp = link.with_extension("flip");
-    let _ = std::fs::remove_file(&temp);
-    symlink(target, &temp).unwrap();
-    std::fs::rename(&temp, link).unwrap();
-}
-
 #[test]
 fn two_hundred_writes_racing_a_symlink_flip_never_land_outside() {
     for resolver in RESOLVERS {
@@ -133,31 +123,11 @@ fn two_hundred_writes_racing_a_symlink_flip_never_land_outside() {
         let outside = tempfile::tempdir().unwrap();
         let inside = ws.path().join("inside");
         std::fs::create_dir(&inside).unwrap();
-        let link = ws.path().join("dir");
-        flip(&link, Path::new("inside"));
-        let stop = Arc::new(AtomicBool::new(false));
-        let flips = Arc::new(AtomicU64::new(0));
-        let flipper = std::thread::spawn({
-            let (stop, flips, link) = (stop.clone(), flips.clone(), link.clone());
-            let outside = outside.path().to_path_buf();
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let n = flips.load(Ordering::Relaxed);
-                    // Out by an absolute link, back in by a relative one.
-                    let target = if n % 2 == 0 {
-                        outside.as_path()
-                    } else {
-                        Path::new("inside")
-                    };
-                    flip(&link, target);
-                    flips.store(n + 1, Ordering::Relaxed);
-                }
-            }
-        });
-        // The race starts once the flipper runs.
-        while flips.load(Ordering::Relaxed) < 2 {
-            std::thread::yield_now();
-        }
+        // Out by an absolute link, back in by a relative one.
+        let flipper = Flipper::start(
+            &ws.path().join("dir"),
+            vec![PathBuf::from("inside"), outside.path().to_path_buf()],
+        );
         // At least 200 writes, and on until the race has gone both ways (some writes landed
         // inside, some were refused while the link pointed outside), bounded.
         let (mut landed, mut refused, mut attempts) = (0usize, 0usize, 0usize);
@@ -173,8 +143,7 @@ fn two_hundred_writes_racing_a_symlink_flip_never_land_outside() {
             attempts += 1;
             std::thread::yield_now();
         }
-        stop.store(true, Ordering::Relaxed);
-        flipper.join().expect("the flipper thread failed");
+        flipper.stop();
         assert_eq!(
             std::fs::read_dir(outside.path()).unwrap().count(),
             0,

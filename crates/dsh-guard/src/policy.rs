@@ -96,16 +96,10 @@ impl SandboxPolicy {
     /// they exist so a symlinked root still matches: none in `read-only` (the supervisor adds
     /// the command's private temp space), the workspace, temp dirs and extra roots otherwise.
     pub fn write_roots(&self) -> Vec<PathBuf> {
-        match self.mode {
-            SandboxMode::ReadOnly => Vec::new(),
-            SandboxMode::WorkspaceWrite | SandboxMode::DangerFullAccess => {
-                std::iter::once(&self.workspace)
-                    .chain(&self.temp_dirs)
-                    .chain(&self.writable_roots)
-                    .map(|root| canonical(root))
-                    .collect()
-            }
-        }
+        self.named_write_roots()
+            .into_iter()
+            .map(|(root, _)| root)
+            .collect()
     }
 
     /// [`write_roots`](Self::write_roots) with the name each was configured by: (canonical,

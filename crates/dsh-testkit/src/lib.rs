@@ -44,6 +44,7 @@
 pub mod anthropic;
 mod binary;
 mod bounded;
+mod flipper;
 mod gate;
 mod mock_response;
 mod mock_server;
@@ -58,6 +59,7 @@ pub mod validity;
 
 pub use binary::dsh_binary;
 pub use bounded::{BOUND, bounded};
+pub use flipper::{Flipper, flip_symlink};
 pub use gate::{Gate, Hold};
 pub use mock_response::{MockResponse, SseFrame};
 pub use mock_server::{MockRequest, MockServer};

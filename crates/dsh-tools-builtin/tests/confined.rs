@@ -6,14 +6,13 @@
 
 mod common;
 
-use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use common::world;
 use dsh_guard::{ApprovalPolicy, Guard, Rules, SandboxMode, SandboxPolicy, install};
+use dsh_testkit::Flipper;
 use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 use serde_json::json;
 
@@ -23,14 +22,6 @@ fn guard(workspace: &Path, approval: ApprovalPolicy) -> Arc<Guard> {
         approval,
         rules: Rules::default(),
     })
-}
-
-/// Replaces `link` with a symlink to `target` in one step, as an attacking command would.
-fn flip(link: &Path, target: &Path) {
-    let temp = link.with_extension("flip");
-    let _ = std::fs::remove_file(&temp);
-    symlink(target, &temp).unwrap();
-    std::fs::rename(&temp, link).unwrap();
 }
 
 fn count(dir: &Path) -> usize {
@@ -46,29 +37,14 @@ async fn write_calls_racing_a_symlink_flip_never_land_outside_or_in_git() {
     std::fs::create_dir_all(ws.path().join(".git/hooks")).unwrap();
     let _guard = install(&w.ctx, guard(ws.path(), ApprovalPolicy::Never)).unwrap();
     let caller = w.caller_in("s", Some(ws.path()));
-    let link = ws.path().join("dir");
-    flip(&link, Path::new("inside"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let flips = Arc::new(AtomicU64::new(0));
-    let flipper = std::thread::spawn({
-        let (stop, flips, link) = (stop.clone(), flips.clone(), link.clone());
-        let outside = outside.path().to_path_buf();
-        move || {
-            while !stop.load(Ordering::Relaxed) {
-                let n = flips.load(Ordering::Relaxed);
-                let target = match n % 3 {
-                    0 => outside.clone(),
-                    1 => Path::new(".git/hooks").to_path_buf(),
-                    _ => Path::new("inside").to_path_buf(),
-                };
-                flip(&link, &target);
-                flips.store(n + 1, Ordering::Relaxed);
-            }
-        }
-    });
-    while flips.load(Ordering::Relaxed) < 3 {
-        std::thread::yield_now();
-    }
+    let flipper = Flipper::start(
+        &ws.path().join("dir"),
+        vec![
+            PathBuf::from("inside"),
+            outside.path().to_path_buf(),
+            PathBuf::from(".git/hooks"),
+        ],
+    );
     // At least 200 calls, and on until some landed and some were refused, bounded.
     let (mut landed, mut refused, mut calls) = (0usize, 0usize, 0usize);
     while calls < 200 || ((landed == 0 || refused == 0) && calls < 5_000) {
@@ -86,8 +62,7 @@ async fn write_calls_racing_a_symlink_flip_never_land_outside_or_in_git() {
         }
         calls += 1;
     }
-    stop.store(true, Ordering::Relaxed);
-    flipper.join().unwrap();
+    flipper.stop();
     assert_eq!(count(outside.path()), 0, "a write landed outside the roots");
     assert_eq!(
         count(&ws.path().join(".git/hooks")),

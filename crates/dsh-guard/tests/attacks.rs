@@ -394,3 +394,35 @@ async fn a_command_outside_the_roots_is_refused_for_nobody_too() {
         exec.dispose().await;
     }
 }
+
+#[tokio::test]
+async fn a_command_cannot_swap_the_scratch_directory_spill_files_go_to() {
+    let dirs = Dirs::new();
+    for namespaces in [true, false] {
+        let mut policy = dirs.policy(SandboxMode::WorkspaceWrite);
+        policy.namespaces = namespaces;
+        let mut config = common::config();
+        // In dsh: $DSH_HOME/scratch, outside every writable root.
+        config.scratch_dir = Some(dirs.out("scratch"));
+        config.default_workdir = Some(policy.workspace.clone());
+        let supervision = dsh_guard::GuardSupervision::new(policy, guarded::program(User::Me));
+        let exec = dsh_shell::LocalShellExecutor::new(config)
+            .unwrap()
+            .with_supervision(std::sync::Arc::new(supervision));
+        let first = run(&exec, "seq 1 40000").await;
+        let spill = first.stdout.spill_path.clone().unwrap();
+        let dir = spill.parent().unwrap();
+        let out = run(
+            &exec,
+            &format!(
+                "mv {d} {d}.moved && ln -s /tmp {d} && echo swapped",
+                d = q(dir)
+            ),
+        )
+        .await;
+        assert!(!out.stdout.text.contains("swapped"), "{}", out.stdout.text);
+        assert!(denied(&out.stderr.text), "{}", out.stderr.text);
+        assert!(dir.is_dir() && !dir.is_symlink());
+        exec.dispose().await;
+    }
+}

@@ -172,6 +172,8 @@ impl Harness {
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
                 .chain(settings.store.password_env().map(str::to_owned))
                 .collect(),
+            // Spill files in dsh's own home, which no sandboxed command may write.
+            scratch_dir: Some(settings.home.value.join("scratch")),
             ..ShellConfig::default()
         };
         let supervision = crate::guard::supervision(&settings);

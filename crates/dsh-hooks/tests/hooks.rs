@@ -245,6 +245,33 @@ async fn post_tool_use_receives_the_calls_input_and_output() {
 }
 
 #[tokio::test]
+async fn a_hook_reads_its_input_from_a_pipe_that_no_other_command_can_reach() {
+    // The attack on file-based input: a background command rewrote the JSON in /tmp before
+    // the hook read it. A pipe has no name to find.
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"readlink /proc/self/fd/0 > $DIR/stdin.txt; cat > $DIR/pre.json"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"echo ok","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    let stdin = std::fs::read_to_string(h.path("stdin.txt")).unwrap();
+    assert!(stdin.starts_with("pipe:"), "{stdin}");
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.path("pre.json")).unwrap()).unwrap();
+    assert_eq!(input["tool_input"]["command"], "echo ok");
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
 async fn post_tool_use_block_turns_the_result_into_feedback() {
     let h = harness(
         r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command",

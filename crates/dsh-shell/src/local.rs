@@ -74,12 +74,13 @@ impl LocalShellExecutor {
     /// Needs no runtime until the first command.
     pub fn new(config: ShellConfig) -> Result<Self, ShellError> {
         config.validate()?;
+        let spill_dir = Arc::new(SpillDir::new(config.scratch_dir.clone()));
         Ok(Self {
             config,
             state: Arc::default(),
             drivers: TaskTracker::new(),
             notices: broadcast::channel(NOTICE_CAPACITY).0,
-            spill_dir: Arc::default(),
+            spill_dir,
             supervision: None,
         })
     }

@@ -104,12 +104,15 @@ fn main() {
             Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e.into()),
         },
-        Some(Command::Hooks(HooksCommand::List)) => {
+        Some(Command::Hooks(command)) => {
             match Settings::load(&overrides)
                 .map_err(anyhow::Error::from)
                 .and_then(|settings| {
                     let cwd = workspace_dir(cli.global.cwd.clone())?;
-                    hooks::list(&settings, &cwd)
+                    match command {
+                        HooksCommand::List => hooks::list(&settings, &cwd),
+                        HooksCommand::Trust => hooks::trust(&settings, &cwd),
+                    }
                 }) {
                 Ok(text) => print_out(&text),
                 Err(e) => fail(&e),

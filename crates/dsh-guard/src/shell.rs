@@ -10,6 +10,7 @@ use std::sync::{Arc, Once, OnceLock};
 use dsh_shell::{JobIo, JobKind, JobRequest, ShellError, SuperviseRequest, Supervision, Zygote};
 
 use crate::landlock::{KernelProbe, LandlockProbe, gaps};
+use crate::mode::SandboxMode;
 use crate::namespace::Namespaces;
 use crate::policy::{Protect, SandboxPolicy};
 use crate::supervisor::SUPERVISE_ARG;
@@ -205,15 +206,20 @@ impl GuardSupervision {
 
 impl Supervision for GuardSupervision {
     fn start(&self, request: &SuperviseRequest<'_>, io: JobIo) -> Result<UnixStream, ShellError> {
-        let policy = self.policy.for_workspace(request.workspace);
-        let confined = policy.mode.confines() && !request.unconfined;
+        let mut policy = self.policy.for_workspace(request.workspace);
+        if request.untrusted && policy.mode == SandboxMode::DangerFullAccess {
+            // Untrusted code never runs unconfined, whatever the session's mode (R15).
+            policy.mode = SandboxMode::WorkspaceWrite;
+        }
+        let unconfined = request.unconfined && !request.untrusted;
+        let confined = policy.mode.confines() && !unconfined;
         let namespaces = if confined {
             self.plan(&policy)?
         } else {
             Namespaces::None
         };
         let program = matches!(request.job, JobKind::Program(_));
-        let mut args = policy.supervisor_args(request.unconfined, namespaces, program);
+        let mut args = policy.supervisor_args(unconfined, namespaces, program);
         match request.job {
             JobKind::Bash(script) => args.push(script.into()),
             JobKind::Program(argv) => args.extend(argv.iter().cloned()),

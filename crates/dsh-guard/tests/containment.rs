@@ -124,6 +124,7 @@ fn escaped_descendants_are_gone_when_dsh_dies() {
             env: &env,
             unconfined: false,
             workspace: None,
+            untrusted: false,
         };
         let io = JobIo {
             stdin: None,

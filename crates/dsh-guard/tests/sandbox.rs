@@ -229,6 +229,7 @@ fn a_supervised_program_reads_its_stdin_and_cannot_write_outside() {
         env: &env,
         unconfined: false,
         workspace: None,
+        untrusted: false,
     };
     let io = JobIo {
         stdin: Some(stdin.into()),

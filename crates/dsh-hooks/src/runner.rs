@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HookCommand, HookEvent, HookSet};
 use crate::outcome::{HookExit, HookOutcome, decode};
+use crate::trust::{TrustAnswer, TrustGate};
 
 /// Event type of the log entry written before a hook runs.
 pub const HOOK_INVOKED: &str = "hook/invoked";
@@ -31,6 +32,8 @@ pub struct HookSite {
     pub cwd: PathBuf,
     /// Stops the hooks when the turn is cancelled.
     pub cancel: Option<CancellationToken>,
+    /// Decides about untrusted workspace hooks.
+    pub trust: Arc<TrustGate>,
 }
 
 /// Runs every hook of `event` whose matcher accepts `subject`, in order, and merges their
@@ -79,11 +82,20 @@ pub async fn run_event(
     input.insert("hook_event_name".into(), json!(event.name()));
     input.extend(fields);
     let input = Value::Object(input);
+    let untrusted = if hooks.iter().any(|h| !h.trusted) {
+        site.trust.answer(site, set).await
+    } else {
+        TrustAnswer::Trust
+    };
     for hook in hooks {
         if site.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             break;
         }
-        let outcome = run_one(executor.as_ref(), hook, &input, site).await;
+        let confine = !hook.trusted && untrusted == TrustAnswer::Confine;
+        if !hook.trusted && untrusted == TrustAnswer::Skip {
+            continue;
+        }
+        let outcome = run_one(executor.as_ref(), hook, &input, site, confine).await;
         merged.merge(outcome);
     }
     report(event, &merged);
@@ -113,6 +125,7 @@ async fn run_one(
     hook: &HookCommand,
     input: &Value,
     site: &HookSite,
+    confine: bool,
 ) -> HookOutcome {
     let event = hook.event;
     log(
@@ -123,10 +136,11 @@ async fn run_one(
             "event": event.name(),
             "command": hook.command,
             "source": hook.source.display().to_string(),
+            "trusted": hook.trusted,
         }),
     );
     let started = Instant::now();
-    let exit = execute(executor, hook, input, site).await;
+    let exit = execute(executor, hook, input, site, confine).await;
     let outcome = match &exit {
         Ok(exit) => decode(event, &hook.command, exit),
         Err(message) => HookOutcome {
@@ -163,6 +177,7 @@ async fn execute(
     hook: &HookCommand,
     input: &Value,
     site: &HookSite,
+    untrusted: bool,
 ) -> Result<HookExit, String> {
     let input = serde_json::to_vec(input).map_err(|e| format!("cannot encode its input: {e}"))?;
     let project = site.cwd.display().to_string();
@@ -185,6 +200,8 @@ async fn execute(
         unconfined: false,
         workspace: Some(site.cwd.clone()),
         stdin: Some(input),
+        // An untrusted workspace's hook is sandboxed whatever the session's mode.
+        untrusted,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;

@@ -148,6 +148,7 @@ impl ServerProcess {
             env: launch.env,
             unconfined: false,
             workspace: Some(workspace),
+            untrusted: false,
         };
         let io = JobIo {
             stdin: Some(OwnedFd::from(stdin)),

@@ -121,6 +121,7 @@ impl LocalShellExecutor {
             unconfined: spec.unconfined,
             workspace: spec.workspace.as_deref(),
             stdin: spec.stdin.as_deref(),
+            untrusted: spec.untrusted,
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,

@@ -146,6 +146,8 @@ pub(crate) struct Launch<'a> {
     pub workspace: Option<&'a Path>,
     /// What the command reads on its standard input (`/dev/null` when `None`).
     pub stdin: Option<&'a [u8]>,
+    /// From a source the user has not trusted: sandboxed whatever the mode.
+    pub untrusted: bool,
 }
 
 /// Where output goes.
@@ -299,6 +301,7 @@ impl CommandProcess {
             env: launch.env,
             unconfined: launch.unconfined,
             workspace: launch.workspace,
+            untrusted: launch.untrusted,
         };
         let io = JobIo {
             stdin,

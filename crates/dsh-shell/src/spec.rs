@@ -39,6 +39,10 @@ pub struct ShellExecRequest {
     /// What the command reads on its standard input, through a pipe; `None` is `/dev/null`.
     /// Hooks get their event this way, as Claude Code's do: nothing of it is ever on disk.
     pub stdin: Option<Vec<u8>>,
+    /// The command comes from a source the user has not trusted (a workspace's hooks): it
+    /// runs sandboxed even when the session's mode is `danger-full-access` (`workspace-write`
+    /// at most). Meaningless without a [`Supervision`](crate::Supervision).
+    pub untrusted: bool,
 }
 
 impl ShellExecRequest {
@@ -78,6 +82,8 @@ pub struct ShellExecSpec {
     pub workspace: Option<PathBuf>,
     /// The command's standard input (`/dev/null` when `None`).
     pub stdin: Option<Vec<u8>>,
+    /// Sandboxed whatever the session's mode (see [`ShellExecRequest::untrusted`]).
+    pub untrusted: bool,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -106,6 +112,7 @@ pub fn resolve_request(
         unconfined: req.unconfined,
         workspace: req.workspace,
         stdin: req.stdin,
+        untrusted: req.untrusted,
     })
 }
 

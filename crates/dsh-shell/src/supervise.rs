@@ -116,6 +116,9 @@ pub struct SuperviseRequest<'a> {
     pub unconfined: bool,
     /// The session's workspace, when the caller knows it.
     pub workspace: Option<&'a Path>,
+    /// From a source the user has not trusted (a workspace's hooks): sandboxed even in
+    /// `danger-full-access`, `workspace-write` at most.
+    pub untrusted: bool,
 }
 
 /// The standard streams of one supervised command: the ends the *command* uses. The caller

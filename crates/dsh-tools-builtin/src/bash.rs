@@ -185,6 +185,7 @@ impl TypedTool for BashTool {
             unconfined: args.escalate,
             workspace: call.caller().and_then(|c| c.cwd.clone()),
             stdin: None,
+            untrusted: false,
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {

@@ -97,7 +97,7 @@ fn split_env(
 }
 
 /// `DSH_STORE_URL`, and every `api_key_env` the config file names, every MCP server's
-/// `bearer_token_env_var` and the store's `password_env`, read leniently: a file that does not
+/// `bearer_token_env_var`, the store's `password_env` and `[web_search] api_key_env`, read leniently: a file that does not
 /// parse yields none here, and the real load reports it a moment later.
 fn configured_key_names() -> Vec<OsString> {
     let mut names = vec![OsString::from(dsh_harness::config::store::STORE_URL_ENV)];
@@ -129,13 +129,15 @@ fn file_key_names() -> Vec<OsString> {
     };
     let mut names = named("providers", "api_key_env");
     names.extend(named("mcp_servers", "bearer_token_env_var"));
-    names.extend(
-        table
-            .get("store")
-            .and_then(|store| store.get("password_env")?.as_str())
-            .filter(|name| !name.is_empty())
-            .map(OsString::from),
-    );
+    for (section, key) in [("store", "password_env"), ("web_search", "api_key_env")] {
+        names.extend(
+            table
+                .get(section)
+                .and_then(|table| table.get(key)?.as_str())
+                .filter(|name| !name.is_empty())
+                .map(OsString::from),
+        );
+    }
     names
 }
 

@@ -324,7 +324,12 @@ impl Guard {
                 None,
             );
         }
-        if let Some(host) = effects.network().iter().find(|h| names_private_address(h)) {
+        // A host the user configured (a local search API) was their choice, not the model's.
+        if let Some(host) = effects
+            .network()
+            .iter()
+            .find(|h| names_private_address(h) && !effects.is_configured(h))
+        {
             return self.needs_approval(format!(
                 "`{}` reaches {host}, which is this machine or a private network",
                 call.tool

@@ -3,7 +3,7 @@
 //! Every front end (`dsh run`, the line chat, the terminal UI, `dsh acp`, `dsh web`) starts
 //! a [`Harness`], so they agree on what an agent is: the core services (`mount_core`), every
 //! configured provider route, the local shell executor under the guard, the builtin tools,
-//! subagents, compaction, MCP servers, hooks, session persistence (JSONL under
+//! subagents, the web tools, compaction, MCP servers, hooks, session persistence (JSONL under
 //! `$DSH_HOME/sessions`, or PostgreSQL), the persona and, per agent, its workspace's
 //! instruction files. [`Harness::shutdown`] unwinds it in the order durability needs.
 
@@ -13,6 +13,7 @@ use std::time::Duration;
 use dsh_agent::AgentPlanner;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_compaction::{Compaction, CompactionPlugin};
+use dsh_fetch::WebPlugin;
 use dsh_guard::{ApprovalPolicy, SandboxMode};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{Context, PluginHandle};
@@ -117,6 +118,7 @@ pub struct Harness {
     compaction: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
+    web: PluginHandle,
     mcp: Option<PluginHandle>,
     hooks: PluginHandle,
     /// Keeps the guard's pipeline listeners registered.
@@ -171,6 +173,12 @@ impl Harness {
                 .values()
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
                 .chain(settings.store.password_env().map(str::to_owned))
+                .chain(
+                    settings
+                        .web_search
+                        .as_ref()
+                        .and_then(|s| s.api_key_env.clone()),
+                )
                 .collect(),
             // Spill files in dsh's own home, which no sandboxed command may write.
             scratch_dir: Some(settings.home.value.join("scratch")),
@@ -217,6 +225,17 @@ impl Harness {
             .plugin(SubagentPlugin::new(SubagentConfig::default()))
             .await
             .map_err(|e| HarnessError::start("mount subagents", e))?;
+        let web = ctx
+            .plugin(WebPlugin {
+                search: settings
+                    .web_search
+                    .as_ref()
+                    .map(|s| s.config(&crate::env::process_env))
+                    .transpose()?,
+                ..WebPlugin::default()
+            })
+            .await
+            .map_err(|e| HarnessError::start("mount the web tools", e))?;
         let mcp = crate::mcp::mount(&ctx, &settings, supervision).await?;
         // After subagents, so the hooks' tool listeners nest inside the subagent plugin's
         // approval rewrite (a hook's `ask` in a child is refused like any child's ask). Idle
@@ -267,6 +286,7 @@ impl Harness {
             compaction,
             tools,
             subagents,
+            web,
             mcp,
             hooks,
             _guard: guard,
@@ -347,6 +367,7 @@ impl Harness {
         }
         self.hooks.dispose().await;
         self.compaction.dispose().await;
+        self.web.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;
         self.routes.unregister();

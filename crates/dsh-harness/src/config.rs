@@ -23,6 +23,7 @@ mod mcp;
 pub mod models;
 mod route;
 pub mod store;
+pub mod web_search;
 
 /// Where an effective value came from, in increasing precedence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -174,6 +175,8 @@ pub struct Settings {
     pub compaction: dsh_compaction::CompactionConfig,
     /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
     pub store: store::StoreSettings,
+    /// `[web_search]`: the search API of `web_search` (`None`: the tool is not offered).
+    pub web_search: Option<web_search::WebSearchSettings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +202,8 @@ struct FileConfig {
     compaction: compaction::FileCompaction,
     #[serde(default)]
     store: Option<toml::Spanned<store::FileStore>>,
+    #[serde(default)]
+    web_search: web_search::FileWebSearch,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -524,6 +529,7 @@ impl Settings {
             .extend(mcp::approval_rules(&config_path, &mcp_servers));
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
         let store = store::resolve(env, file.store, &config_path, &text)?;
+        let web_search = web_search::resolve(&file.web_search, &config_path, &text)?;
         Ok(Self {
             home,
             config_path,
@@ -541,6 +547,7 @@ impl Settings {
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
             compaction,
             store,
+            web_search,
         })
     }
 
@@ -699,6 +706,7 @@ impl Settings {
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
         compaction::render(&mut out, &self.compaction);
+        web_search::render(&mut out, self.web_search.as_ref(), env);
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {
             let _ = writeln!(out);

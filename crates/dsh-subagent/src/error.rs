@@ -6,6 +6,7 @@
 
 use dsh_agent::AgentError;
 use dsh_kernel::KernelError;
+use dsh_session::SessionId;
 
 use crate::task_id::SubagentTaskId;
 
@@ -31,6 +32,27 @@ pub enum SubagentError {
     /// has been disposed.
     #[error("cannot hand the task to the subagent: {}", chain(.0))]
     Prompt(#[source] AgentError),
+    /// `resume` named a session this agent's own calls did not start.
+    #[error(
+        "{0} is not a subagent of this session; resume takes an id from an earlier subagent \
+         result or from subagent_list"
+    )]
+    NotAChild(SessionId),
+    /// `resume` named a child that is still running (in the background).
+    #[error(
+        "subagent {0} is still running; wait for it with subagent_output, or stop it with \
+         subagent_kill, before continuing it"
+    )]
+    StillRunning(SessionId),
+    /// The stored child could not be loaded to continue it.
+    #[error("cannot continue subagent {id}: {}", chain(.source))]
+    Resume {
+        /// The child's session.
+        id: SessionId,
+        /// Why it could not be loaded.
+        #[source]
+        source: AgentError,
+    },
     /// The tool was called without a calling agent to delegate from.
     #[error("subagents can only be started by an agent")]
     NoCaller,

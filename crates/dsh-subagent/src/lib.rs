@@ -31,10 +31,12 @@ mod approval;
 mod background;
 mod cascade;
 mod child_setup;
+mod children;
 mod config;
 mod drive;
 mod error;
 mod kill_tool;
+mod list_tool;
 mod notice;
 mod outcome;
 mod output_tool;
@@ -49,9 +51,11 @@ mod tool_error;
 
 pub use background::{SubagentTaskSnapshot, SubagentTaskStatus};
 pub use child_setup::{SUBAGENT_SECTION, SUBAGENT_SECTION_ORDER, SUBAGENT_SECTION_TEXT};
+pub use children::{ChildRecord, children_in_log};
 pub use config::{ChildApprovals, SubagentConfig};
 pub use error::SubagentError;
 pub use kill_tool::{SubagentKillArgs, SubagentKillTool};
+pub use list_tool::{SubagentListArgs, SubagentListTool};
 pub use notice::NOTICE_PLUGIN;
 pub use outcome::{
     SUBAGENT_ABNORMAL, SUBAGENT_CANCELLED, SUBAGENT_DECLINED, SUBAGENT_FAILED, SUBAGENT_MAX_TOKENS,
@@ -65,6 +69,6 @@ pub use subagent_tool::{SubagentArgs, SubagentTool};
 pub use task_id::SubagentTaskId;
 pub use tasks::KillOutcome;
 pub use tool_error::{
-    FOREIGN_TASK, SUBAGENT_DEPTH_EXCEEDED, SUBAGENT_NO_CALLER, SUBAGENT_NOT_STARTED,
-    SUBAGENT_UNAVAILABLE, UNKNOWN_TASK,
+    FOREIGN_TASK, NOT_A_CHILD, SUBAGENT_BUSY, SUBAGENT_DEPTH_EXCEEDED, SUBAGENT_NO_CALLER,
+    SUBAGENT_NOT_STARTED, SUBAGENT_UNAVAILABLE, UNKNOWN_TASK,
 };

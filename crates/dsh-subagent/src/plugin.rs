@@ -7,6 +7,7 @@ use dsh_tools::{Tool, ToolRuntime};
 
 use crate::config::SubagentConfig;
 use crate::kill_tool::SubagentKillTool;
+use crate::list_tool::SubagentListTool;
 use crate::output_tool::SubagentOutputTool;
 use crate::runtime::SubagentRuntime;
 use crate::subagent_tool::SubagentTool;
@@ -43,10 +44,11 @@ impl Plugin for SubagentPlugin {
         if SubagentRuntime::of(ctx).is_none() {
             let _ = SubagentRuntime::provide(ctx, self.config.clone())?;
         }
-        let list: [Arc<dyn Tool>; 3] = [
+        let list: [Arc<dyn Tool>; 4] = [
             Arc::new(SubagentTool::new(ctx.clone())),
             Arc::new(SubagentOutputTool::new(ctx.clone())),
             Arc::new(SubagentKillTool::new(ctx.clone())),
+            Arc::new(SubagentListTool::new(ctx.clone())),
         ];
         for tool in list {
             let _ = tools.register(ctx, tool)?;

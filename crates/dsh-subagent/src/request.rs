@@ -1,7 +1,7 @@
 //! What a delegation asks for, and what the child inherits from its parent.
 
 use dsh_agent::{AgentOptions, AgentRef};
-use dsh_session::{SessionMeta, SessionOrigin};
+use dsh_session::{SessionId, SessionMeta, SessionOrigin};
 
 /// One delegated task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,6 +12,9 @@ pub struct SubagentRequest {
     pub description: String,
     /// A model id replacing the parent's (same provider route); `None` inherits it.
     pub model: Option<String>,
+    /// An earlier child of the same parent to continue (its session id): the prompt becomes
+    /// its next message and it keeps its history. `None` starts a fresh child.
+    pub resume: Option<SessionId>,
 }
 
 impl SubagentRequest {
@@ -21,6 +24,7 @@ impl SubagentRequest {
             prompt: prompt.into(),
             description: description.into(),
             model: None,
+            resume: None,
         }
     }
 }

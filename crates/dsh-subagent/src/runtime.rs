@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dsh_agent::events::{AgentDisposed, InboxClaimed};
 use dsh_agent::{AgentRef, AgentRegistry, same_agent};
 use dsh_kernel::Context;
-use dsh_session::MessageSource;
+use dsh_session::{MessageSource, SessionId};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -178,7 +178,18 @@ impl SubagentRuntime {
         request: SubagentRequest,
         cancel: &CancellationToken,
     ) -> Result<SubagentTaskId, SubagentError> {
+        Ok(self.start_run(parent, request, cancel).await?.0)
+    }
+
+    /// [`start`](Self::start), also naming the child's session (what `resume` takes later).
+    pub async fn start_run(
+        &self,
+        parent: &AgentRef,
+        request: SubagentRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(SubagentTaskId, SessionId), SubagentError> {
         let spawned = self.spawn(parent, &request, cancel).await?;
+        let child = spawned.handle.agent().id().clone();
         let id = SubagentTaskId::new(format!(
             "subagent-{}",
             self.inner.next.fetch_add(1, Ordering::Relaxed)
@@ -221,7 +232,7 @@ impl SubagentRuntime {
             run.close();
             return Err(SubagentError::Closed);
         }
-        Ok(id)
+        Ok((id, child))
     }
 
     /// Stops accepting runs, stops every live background run (each child is cancelled with

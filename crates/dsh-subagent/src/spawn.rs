@@ -5,12 +5,13 @@
 //! scope disposal tears the child down before the parent's own session detaches. Delegation is
 //! not an `Agent` method: it is an ordinary factory call and an ordinary `followup`.
 
-use dsh_agent::{AgentHandle, AgentRef, AgentRegistry, CreateAgentOptions};
-use dsh_session::Message;
+use dsh_agent::{AgentHandle, AgentRef, AgentRegistry, CreateAgentOptions, ResumeAgentOptions};
+use dsh_session::{Message, SessionId};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::LiveChildren;
 use crate::child_setup::child_setup;
+use crate::children::children_in_log;
 use crate::config::SubagentConfig;
 use crate::error::SubagentError;
 use crate::request::{SubagentRequest, child_meta, child_options};
@@ -24,6 +25,44 @@ pub(crate) struct Spawned {
     pub(crate) start: u64,
     /// The runtime's live children; the child leaves it once disposed.
     pub(crate) live: LiveChildren,
+}
+
+/// Loads an earlier child of `parent` to continue it, owned by `parent` again. Only a child
+/// `parent`'s own log names may be continued (so one session never reaches another's work),
+/// and not while it runs.
+async fn resume_child(
+    parent: &AgentRef,
+    registry: &AgentRegistry,
+    id: &SessionId,
+    request: &SubagentRequest,
+    config: &SubagentConfig,
+    cancel: &CancellationToken,
+) -> Result<AgentHandle, SubagentError> {
+    if !children_in_log(parent).iter().any(|c| c.session == *id) {
+        return Err(SubagentError::NotAChild(id.clone()));
+    }
+    if registry.get(id).is_some() {
+        return Err(SubagentError::StillRunning(id.clone()));
+    }
+    let options = ResumeAgentOptions {
+        session_id: id.clone(),
+        agent_options: child_options(parent, request.model.as_deref()),
+        setup: Some(child_setup(config.approvals)),
+        cancel: Some(cancel.clone()),
+    };
+    let handle = registry
+        .resume(parent.ctx(), options)
+        .await
+        .map_err(|source| SubagentError::Resume {
+            id: id.clone(),
+            source,
+        })?;
+    // The log named it, but the stored header is the lineage of record.
+    if handle.agent().session().header().parent_session.as_ref() != Some(parent.id()) {
+        handle.dispose().await;
+        return Err(SubagentError::NotAChild(id.clone()));
+    }
+    Ok(handle)
 }
 
 /// The depth the child of `parent` would have, or the error refusing it.
@@ -52,20 +91,25 @@ pub(crate) async fn spawn_child(
     live: &LiveChildren,
     cancel: &CancellationToken,
 ) -> Result<Spawned, SubagentError> {
-    let depth = child_depth(parent, config)?;
     let registry = AgentRegistry::of(parent.ctx())?;
-    let options = CreateAgentOptions {
-        session_id: None,
-        meta: child_meta(parent, depth),
-        seed: None,
-        agent_options: child_options(parent, request.model.as_deref()),
-        setup: Some(child_setup(config.approvals)),
-        cancel: Some(cancel.clone()),
+    let handle = match &request.resume {
+        None => {
+            let depth = child_depth(parent, config)?;
+            let options = CreateAgentOptions {
+                session_id: None,
+                meta: child_meta(parent, depth),
+                seed: None,
+                agent_options: child_options(parent, request.model.as_deref()),
+                setup: Some(child_setup(config.approvals)),
+                cancel: Some(cancel.clone()),
+            };
+            registry
+                .create(parent.ctx(), options)
+                .await
+                .map_err(SubagentError::Create)?
+        }
+        Some(id) => resume_child(parent, &registry, id, request, config, cancel).await?,
     };
-    let handle = registry
-        .create(parent.ctx(), options)
-        .await
-        .map_err(SubagentError::Create)?;
     let child = handle.agent().clone();
     // Before the child can run anything: the global approval rewrite must know it.
     live.lock().insert(child.id().clone());

@@ -11,6 +11,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use dsh_session::SessionId;
+
 use crate::request::SubagentRequest;
 use crate::tool_error::{calling_agent, non_empty, outcome_error, runtime, tool_error};
 
@@ -27,6 +29,9 @@ can be delegated in parallel by calling this tool several times in one message.
 You are told when it finishes; then read its report with `subagent_output(task_id)`. Stop it \
 with `subagent_kill(task_id)`.
 - `model` runs the subagent on another model of the same provider.
+- Every result names the subagent's session. To give a finished subagent a follow-up task \
+with everything it already learned, call this tool again with `resume` set to that id (see \
+also `subagent_list`); its `prompt` is then the next message to it.
 - A subagent cannot ask the user anything, and tools that need approval are refused to it. \
 Delegation depth is limited.
 - The report is another model's summary: check the claims that matter.";
@@ -44,6 +49,11 @@ pub struct SubagentArgs {
     /// Start the subagent in the background and return its task id at once.
     #[serde(default)]
     pub run_in_background: bool,
+    /// Continue an earlier subagent of yours instead of starting a fresh one: its session id
+    /// (from a subagent result or subagent_list). It keeps its history; `prompt` is its next
+    /// message.
+    #[serde(default)]
+    pub resume: Option<String>,
 }
 
 /// The `subagent` tool. Parallel-safe: sibling delegations run side by side, each child in its
@@ -91,23 +101,29 @@ impl TypedTool for SubagentTool {
         non_empty("prompt", &args.prompt)?;
         let runtime = runtime(&self.ctx)?;
         let parent = calling_agent(call)?;
+        let resume = match args.resume.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(id) => Some(SessionId::new(id)),
+        };
         let request = SubagentRequest {
             prompt: args.prompt,
             description,
             model: args.model,
+            resume,
         };
         if args.run_in_background {
             // Checked before creating anything, so a cancelled call leaves no child behind.
             if call.is_cancelled() {
                 return Err(ToolError::aborted());
             }
-            let id = runtime
-                .start(&parent, request, call.cancel())
+            let (id, child) = runtime
+                .start_run(&parent, request, call.cancel())
                 .await
                 .map_err(tool_error)?;
             return Ok(ToolOutput::text(format!(
-                "started background subagent {id}"
-            )));
+                "started background subagent {id} (session {child})"
+            ))
+            .with_meta(json!({ "childSession": child.as_str(), "taskId": id.as_str() })));
         }
         let outcome = runtime
             .delegate(&parent, request, call.cancel())
@@ -116,8 +132,12 @@ impl TypedTool for SubagentTool {
         if let Some(error) = outcome_error(&outcome) {
             return Err(error);
         }
-        Ok(ToolOutput::text(outcome.render())
-            .with_meta(json!({ "childSession": outcome.child.as_str() })))
+        Ok(ToolOutput::text(format!(
+            "{}\n\n[subagent session {}: continue it with `resume`]",
+            outcome.render(),
+            outcome.child
+        ))
+        .with_meta(json!({ "childSession": outcome.child.as_str() })))
     }
 
     fn present_call(&self, args: &SubagentArgs) -> Option<ToolPresentation> {

@@ -23,14 +23,20 @@ pub const SUBAGENT_NO_CALLER: &str = "SUBAGENT_NO_CALLER";
 pub const FOREIGN_TASK: &str = "FOREIGN_TASK";
 /// Code: no run has the named id.
 pub const UNKNOWN_TASK: &str = "UNKNOWN_TASK";
+/// Code: `resume` named a session that is not the caller's child.
+pub const NOT_A_CHILD: &str = "SUBAGENT_NOT_A_CHILD";
+/// Code: `resume` named a child that is still running.
+pub const SUBAGENT_BUSY: &str = "SUBAGENT_BUSY";
 
 /// The error result for a failed delegation operation.
 pub(crate) fn tool_error(error: SubagentError) -> ToolError {
     let (name, code) = match &error {
         SubagentError::DepthExceeded { .. } => ("SubagentDepthError", SUBAGENT_DEPTH_EXCEEDED),
-        SubagentError::Create(_) | SubagentError::Prompt(_) => {
+        SubagentError::Create(_) | SubagentError::Prompt(_) | SubagentError::Resume { .. } => {
             ("SubagentStartError", SUBAGENT_NOT_STARTED)
         }
+        SubagentError::NotAChild(_) => ("SubagentAccessError", NOT_A_CHILD),
+        SubagentError::StillRunning(_) => ("SubagentBusyError", SUBAGENT_BUSY),
         SubagentError::NoCaller => ("SubagentCallerError", SUBAGENT_NO_CALLER),
         SubagentError::Closed | SubagentError::NoTokioRuntime => {
             ("SubagentUnavailableError", SUBAGENT_UNAVAILABLE)

@@ -52,11 +52,14 @@ async fn background_delegation_notifies_the_parent_and_subagent_output_returns_t
         &output_args("subagent-1"),
     ))
     .script(Script::text("all done"));
+    let child = h.children()[0].clone();
     assert_eq!(
         result_of(&parent, "c1").0,
-        "started background subagent subagent-1"
+        format!(
+            "started background subagent subagent-1 (session {})",
+            child.id()
+        )
     );
-    let child = h.children()[0].clone();
     assert!(h.core.registry.is_owned_by(child.id(), &parent));
 
     gate.release();

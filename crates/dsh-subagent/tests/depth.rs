@@ -78,7 +78,7 @@ async fn nested_delegation_stops_at_the_configured_depth() {
         Some(SUBAGENT_DEPTH_EXCEEDED)
     );
     assert_eq!(
-        result_of(&root, "r1").0,
+        report_of(&root, "r1").0,
         "could not delegate, did it myself"
     );
 }

@@ -44,12 +44,14 @@ async fn foreground_delegation_returns_the_childs_answer_to_the_parent() {
     let h = harness().await;
     let parent = delegate_once(&h, Script::text("the answer is 42")).await;
     assert_eq!(turn_ends(&parent), [TurnEndReason::Completed]);
-    let (text, code) = result_of(&parent, "c1");
+    let (text, code) = report_of(&parent, "c1");
     assert_eq!(text, "the answer is 42");
     assert_eq!(code, None);
     // Request 0 is the parent's, 1 the child's, 2 the parent's again with the child's report.
     assert!(
-        request_texts(&h.adapter, 2).contains(&"result:c1:the answer is 42".to_owned()),
+        request_texts(&h.adapter, 2)
+            .iter()
+            .any(|t| t.starts_with("result:c1:the answer is 42\n\n[subagent session ")),
         "{:?}",
         request_texts(&h.adapter, 2)
     );
@@ -148,7 +150,7 @@ async fn the_child_inherits_the_parents_route_unless_a_model_is_named() {
         h.children()[1].options().model.as_deref(),
         Some("other-model")
     );
-    assert_eq!(result_of(&parent, "c2").0, "two");
+    assert_eq!(report_of(&parent, "c2").0, "two");
 }
 
 #[tokio::test]
@@ -295,7 +297,7 @@ async fn a_child_never_blocks_on_an_approval_nobody_can_answer() {
         text.starts_with("Error: tool `guarded` needs a person's approval (it is guarded)"),
         "{text}"
     );
-    assert_eq!(result_of(&parent, "c1").0, "child report");
+    assert_eq!(report_of(&parent, "c1").0, "child report");
 }
 
 #[tokio::test]
@@ -329,7 +331,7 @@ async fn the_answer_is_the_last_non_empty_assistant_text_of_the_run() {
     let parent = handle.agent().clone();
     parent.followup(Message::user_text("go")).unwrap();
     parent.when_idle().await;
-    assert_eq!(result_of(&parent, "c1").0, "final report: nothing there");
+    assert_eq!(report_of(&parent, "c1").0, "final report: nothing there");
     let child = h.children()[0].clone();
     assert_eq!(
         result_of(&child, "t1").0,

@@ -67,6 +67,8 @@ struct Shared {
     received: watch::Sender<usize>,
     disconnects: watch::Sender<usize>,
     models: Mutex<Option<Vec<String>>>,
+    /// Serve every request from the script, whatever its method and route.
+    any_route: std::sync::atomic::AtomicBool,
 }
 
 /// A scripted OpenAI-compatible chat-completions server on `127.0.0.1`.
@@ -123,6 +125,7 @@ impl MockServer {
             received: watch::Sender::new(0),
             disconnects: watch::Sender::new(0),
             models: Mutex::new(None),
+            any_route: std::sync::atomic::AtomicBool::new(false),
         });
         let shutdown = CancellationToken::new();
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -178,6 +181,16 @@ impl MockServer {
     /// Ollama do) instead of a 404. The request is recorded like any other.
     pub fn serve_models(&self, ids: &[&str]) -> &Self {
         *self.shared.models.lock() = Some(ids.iter().map(|id| (*id).to_owned()).collect());
+        self
+    }
+
+    /// Answers every request from the queue (then the responder), whatever its method and
+    /// route and without the provider-validity check: a plain web server for tests of HTTP
+    /// clients that are not model clients (`web_fetch`, a search API).
+    pub fn serve_any_route(&self) -> &Self {
+        self.shared
+            .any_route
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self
     }
 
@@ -307,6 +320,15 @@ impl Shared {
             requests.len()
         };
         self.received.send_replace(number);
+        if !self.any_route.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.model_route(request, &route, number);
+        }
+        self.scripted(&request, number)
+    }
+
+    /// The answer of a model API: the models list, a scripted answer to a provider-valid
+    /// request, or an error naming what is wrong.
+    fn model_route(&self, request: MockRequest, route: &str, number: usize) -> MockResponse {
         if request.method == "GET"
             && route.ends_with("/models")
             && let Some(ids) = self.models.lock().clone()
@@ -344,9 +366,14 @@ impl Shared {
             self.violations.lock().extend(violations);
             return fixed_error(400, &message);
         }
+        self.scripted(&request, number)
+    }
+
+    /// The next queued response, else the responder's.
+    fn scripted(&self, request: &MockRequest, number: usize) -> MockResponse {
         let queued = self.responses.lock().pop_front();
         let responder = self.responder.lock().clone();
-        match queued.or_else(|| responder.map(|r| r(&request))) {
+        match queued.or_else(|| responder.map(|r| r(request))) {
             Some(response) => response,
             None => fixed_error(
                 500,

@@ -31,6 +31,8 @@ pub struct ToolEffects {
     writes: Vec<PathBuf>,
     command: Option<CommandEffect>,
     network: Vec<String>,
+    /// Of `network`, the hosts the user configured (not chosen by the model).
+    configured: Vec<String>,
 }
 
 impl ToolEffects {
@@ -127,9 +129,25 @@ impl ToolEffects {
         self.command.as_ref()
     }
 
+    /// dsh connects to `host`, an endpoint the user configured (a search API), not one the
+    /// model chose: the network must be on, but a private address needs no approval (the
+    /// user named it).
+    #[must_use]
+    pub fn reaches_configured(mut self, host: impl Into<String>) -> Self {
+        let host = host.into().to_ascii_lowercase();
+        self.configured.push(host.clone());
+        self.reaches(host)
+    }
+
     /// The hosts dsh connects to for it (lower case).
     pub fn network(&self) -> &[String] {
         &self.network
+    }
+
+    /// Whether `host` (one of [`network`](Self::network)) was configured by the user rather
+    /// than chosen by the model.
+    pub fn is_configured(&self, host: &str) -> bool {
+        self.configured.iter().any(|h| h == host)
     }
 }
 

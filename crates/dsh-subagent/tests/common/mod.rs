@@ -45,6 +45,29 @@ pub async fn harness() -> H {
     build(SubagentConfig::default(), false).await
 }
 
+/// Like [`harness`], with sessions kept in JSONL files under `home` (so a finished child can
+/// be loaded again and continued).
+pub async fn persistent_harness(home: &std::path::Path) -> H {
+    persistent(home, false).await
+}
+
+/// [`persistent_harness`] whose children are served by `h.child_adapter` (see
+/// [`split_harness`]).
+pub async fn persistent_split_harness(home: &std::path::Path) -> H {
+    persistent(home, true).await
+}
+
+async fn persistent(home: &std::path::Path, split: bool) -> H {
+    let ctx = Context::new();
+    let store = dsh_store_jsonl::JsonlStore::new(home.join("sessions"));
+    std::mem::forget(
+        ctx.plugin(dsh_store_jsonl::JsonlPersistencePlugin::new(store))
+            .await
+            .unwrap(),
+    );
+    build_on(ctx, SubagentConfig::default(), split).await
+}
+
 /// Like [`harness`] with a runtime configured by `config`.
 pub async fn harness_with(config: SubagentConfig) -> H {
     build(config, false).await
@@ -61,7 +84,10 @@ pub async fn split_harness_with(config: SubagentConfig) -> H {
 }
 
 async fn build(config: SubagentConfig, split: bool) -> H {
-    let ctx = Context::new();
+    build_on(Context::new(), config, split).await
+}
+
+async fn build_on(ctx: Context, config: SubagentConfig, split: bool) -> H {
     let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
     let adapter = Arc::new(ScriptedAdapter::new());
     std::mem::forget(adapter.register(&core.llm).unwrap());
@@ -286,6 +312,17 @@ pub fn result_of(agent: &AgentRef, call: &str) -> (String, Option<String>) {
         .find(|(id, _, _)| id == call)
         .unwrap_or_else(|| panic!("no tool result for {call}"));
     (text, code)
+}
+
+/// A `subagent` call's report without the line naming the child's session (which
+/// `resume.rs` checks on its own).
+pub fn report_of(agent: &AgentRef, call: &str) -> (String, Option<String>) {
+    let (text, code) = result_of(agent, call);
+    let report = match text.rsplit_once("\n\n[subagent session ") {
+        Some((report, note)) if note.ends_with(": continue it with `resume`]") => report.to_owned(),
+        _ => text,
+    };
+    (report, code)
 }
 
 /// The user messages in the log.

@@ -22,6 +22,7 @@
 mod approval;
 mod args;
 mod confine;
+mod git;
 mod job;
 mod landlock;
 mod mode;

@@ -4,7 +4,6 @@
 
 mod common;
 
-
 use common::{World, bash, stderr, stdout};
 use dsh_session::EventKind;
 use dsh_testkit::MockResponse;

@@ -97,6 +97,11 @@ impl GuardSupervision {
         &self.policy
     }
 
+    /// The zygote's process id, once it runs (benchmarks read its CPU counters).
+    pub fn zygote_pid(&self) -> Option<u32> {
+        self.zygote.pid()
+    }
+
     /// What the sandbox enforces here (starts the zygote if it does not run yet).
     pub fn enforcement(&self) -> Result<Enforcement, String> {
         let hello = self.hello()?;

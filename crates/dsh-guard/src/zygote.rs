@@ -7,7 +7,7 @@
 //! its hello line; then, single-threaded, it receives one job at a time (a header carrying the
 //! job's four descriptors, then the encoded [`JobRequest`]) and forks. The fork is the job's
 //! supervisor ([`crate::job`]); the zygote closes its copies of the descriptors and waits for
-//! the next job. Children are reaped by the kernel (`SIGCHLD` ignored). End of file on the
+//! the next job, reaping the supervisors that ended before each. End of file on the
 //! request socket (dsh exited or died) ends the zygote; each supervisor then sees end of file
 //! on its own control socket and kills its command.
 //!
@@ -21,8 +21,8 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use dsh_shell::supervise::{JOB_FDS, JobRequest, MAX_JOB_BYTES};
-use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, fork};
 
 use crate::args::Args;
@@ -76,7 +76,6 @@ pub(crate) fn serve() -> i32 {
     };
     // Nothing dsh inherited reaches a job by accident.
     let _ = crate::confine::cloexec_from(3);
-    // Probed before `SIGCHLD` is ignored: the probe waits for its own children.
     let (namespaces, reason) = crate::namespace::probe();
     let hello = Hello {
         namespaces,
@@ -89,11 +88,13 @@ pub(crate) fn serve() -> i32 {
     {
         return 2;
     }
-    // SAFETY: installing SIG_IGN runs no code of ours in a handler.
-    if unsafe { signal(Signal::SIGCHLD, SigHandler::SigIgn) }.is_err() {
-        return 2;
-    }
     loop {
+        // Supervisors that ended are reaped before each job (a few zombies wait while the
+        // zygote is idle). Reaped, not ignored: their CPU time then adds up in the zygote's
+        // children's counters, where a benchmark can read it.
+        while let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) =
+            waitpid(None::<nix::unistd::Pid>, Some(WaitPidFlag::WNOHANG))
+        {}
         let received = match receive(&socket) {
             Ok(Some(received)) => received,
             // End of file: dsh is gone.
@@ -188,10 +189,6 @@ fn start_job(received: Received) -> i32 {
         return refuse(&control, "cannot attach the command's streams");
     }
     drop((stdin, stdout, stderr));
-    // SAFETY: restoring the default disposition runs no code of ours. The job waits for its
-    // own children.
-    #[allow(unsafe_code)]
-    let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };
     let Some(request) = JobRequest::decode(&received.body) else {
         return refuse(&control, "the job could not be read");
     };

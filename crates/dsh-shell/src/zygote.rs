@@ -63,6 +63,12 @@ impl Zygote {
         Ok(self.ensure(&mut live)?.hello.clone())
     }
 
+    /// The running zygote's process id (for measurements: the zygote reaps every supervisor,
+    /// so their CPU time adds up in its children's counters).
+    pub fn pid(&self) -> Option<u32> {
+        self.live.lock().as_ref().map(|live| live.child.id())
+    }
+
     /// Hands one job to the zygote and returns the executor's end of its control socket. The
     /// descriptors in `io` are the command's; this process's copies are closed once sent.
     pub fn start(&self, job: &JobRequest, io: JobIo) -> io::Result<UnixStream> {

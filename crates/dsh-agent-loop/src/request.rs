@@ -70,7 +70,7 @@ impl LoopAgent {
         turn: u64,
         step: u64,
         system: Option<String>,
-        tools: Vec<ToolSchema>,
+        mut tools: Vec<ToolSchema>,
         cancel: &TurnCancel,
     ) -> Result<BuiltRequest, Interrupt> {
         let persisted = self.session.request_header();
@@ -138,6 +138,11 @@ impl LoopAgent {
         };
         cancel.check()?;
         let config = prepared.as_ref().map_or(config, |p| p.config.clone());
+        // A tool that answers with images is offered only to a model that reads them (the
+        // header below records what was offered).
+        if prepared.as_ref().is_some_and(|p| !p.vision) {
+            tools.retain(|t| !t.needs_vision);
+        }
         let header = header_of(
             &config,
             prepared.as_ref().map(|p| &p.adapter_defaults),

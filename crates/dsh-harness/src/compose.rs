@@ -18,7 +18,9 @@ use dsh_guard::{ApprovalPolicy, SandboxMode};
 use dsh_hooks::HooksPlugin;
 use dsh_kernel::{Context, PluginHandle};
 use dsh_prompt::{Section, SystemPromptConfig};
+use dsh_session::Attachments;
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
+use dsh_store_jsonl::FileAttachments;
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 
@@ -212,6 +214,13 @@ impl Harness {
         .await
         .map_err(|e| HarnessError::start("start the agent loop", e))?;
         let routes = Routes::register(&core.llm, &settings)?;
+        // Images live beside the session files (with PostgreSQL too: the database keeps the
+        // events, this directory their images), read back for every request that carries one.
+        let attachments: Arc<dyn Attachments> =
+            Arc::new(FileAttachments::beside_sessions(&settings.sessions_root()));
+        ctx.provide::<dyn Attachments>(attachments.clone())
+            .map_err(|e| HarnessError::start("provide the attachment store", e))?;
+        core.llm.set_attachments(attachments);
         // Every front end compacts: long sessions survive the model's window.
         let compaction = ctx
             .plugin(CompactionPlugin::new(settings.compaction.clone()))

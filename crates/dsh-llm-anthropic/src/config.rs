@@ -79,7 +79,7 @@ pub(crate) const EFFORTS: &[&str] = dsh_llm::catalog::ANTHROPIC_EFFORTS;
 pub fn claude_info(facts: &dsh_llm::ModelFacts) -> ModelInfo {
     let mut m = ModelInfo::new(facts.id.clone());
     m.name = facts.name.clone();
-    m.input_modalities = vec!["text".to_owned(), "image".to_owned()];
+    m.input_modalities = facts.input_modalities();
     m.context_window = Some(facts.context_window);
     m.default_max_tokens = Some(facts.max_output_tokens);
     m.reasoning = Some(ReasoningInfo {

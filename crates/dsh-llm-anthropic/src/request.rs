@@ -1,8 +1,8 @@
 //! Serializing a request: options in, Messages API body out.
 
 use dsh_llm::{
-    ContentBlock, FailureCode, GenerateOptions, LlmFailure, Message, MessageSource, ModelInfo,
-    Purpose, Role,
+    ContentBlock, FailureCode, GenerateOptions, ImageRef, LlmFailure, Message, MessageSource,
+    ModelInfo, Purpose, Role, image_base64,
 };
 use serde_json::{Map, Value, json};
 
@@ -46,7 +46,7 @@ pub(crate) fn build_body(
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    let mut messages = wire_messages(&options.config.provider, &options.messages)?;
+    let mut messages = wire_messages(&options.config.provider, options, &options.messages)?;
     if cache && let Some(last) = messages.last_mut() {
         mark_last_block(last);
     }
@@ -121,13 +121,14 @@ fn thinking_budget(
 /// turns of one role are merged (the API wants them alternating), empty texts are left out.
 fn wire_messages(
     route: &str,
+    options: &GenerateOptions,
     history: &[std::sync::Arc<Message>],
 ) -> Result<Vec<Value>, LlmFailure> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in history {
         let (role, blocks) = match message.role {
             Role::Assistant => ("assistant", assistant_blocks(route, message)?),
-            Role::User | Role::System => ("user", user_blocks(message)?),
+            Role::User | Role::System => ("user", user_blocks(options, message)?),
         };
         if blocks.is_empty() {
             continue;
@@ -143,18 +144,23 @@ fn wire_messages(
         .collect())
 }
 
-fn unsupported_image() -> LlmFailure {
-    LlmFailure::new(
-        FailureCode::UnsupportedContent,
-        "this adapter does not send images yet; remove the image or use a text-only request",
-    )
+/// An image block with its bytes inline (the Messages API's base64 source).
+fn image_block(options: &GenerateOptions, image: &ImageRef) -> Result<Value, LlmFailure> {
+    Ok(json!({
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": image.media_type,
+            "data": image_base64(options, image)?,
+        },
+    }))
 }
 
 fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
 }
 
-fn user_blocks(message: &Message) -> Result<Vec<Value>, LlmFailure> {
+fn user_blocks(options: &GenerateOptions, message: &Message) -> Result<Vec<Value>, LlmFailure> {
     let mut blocks = Vec::new();
     for block in &message.content {
         match block {
@@ -168,7 +174,9 @@ fn user_blocks(message: &Message) -> Result<Vec<Value>, LlmFailure> {
                 for b in content {
                     match b {
                         ContentBlock::Text { text } => inner.extend(text_block(text)),
-                        ContentBlock::Image { .. } => return Err(unsupported_image()),
+                        ContentBlock::Image { attachment } => {
+                            inner.push(image_block(options, attachment)?);
+                        }
                         _ => {}
                     }
                 }
@@ -182,7 +190,7 @@ fn user_blocks(message: &Message) -> Result<Vec<Value>, LlmFailure> {
                 }
                 blocks.push(result);
             }
-            ContentBlock::Image { .. } => return Err(unsupported_image()),
+            ContentBlock::Image { attachment } => blocks.push(image_block(options, attachment)?),
             ContentBlock::Reasoning { .. } | ContentBlock::ToolCall { .. } => {}
         }
     }
@@ -222,7 +230,8 @@ fn assistant_blocks(route: &str, message: &Message) -> Result<Vec<Value>, LlmFai
                     json!({"type": "tool_use", "id": id.as_str(), "name": name, "input": input}),
                 );
             }
-            ContentBlock::Image { .. } => return Err(unsupported_image()),
+            // A model does not write images into the conversation; nothing to send back.
+            ContentBlock::Image { .. } => {}
             ContentBlock::Reasoning { .. } | ContentBlock::ToolResult { .. } => {}
         }
     }
@@ -262,6 +271,7 @@ mod tests {
             name: "bash".into(),
             description: "run".into(),
             parameters: json!({"type":"object"}),
+            needs_vision: false,
         }];
         o
     }

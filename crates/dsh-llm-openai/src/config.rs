@@ -173,6 +173,7 @@ impl OpenAiAdapterConfig {
         let mut info = ModelInfo::new(model)
             .with_context_window(facts.context_window)
             .with_default_max_tokens(facts.max_output_tokens);
+        info.input_modalities = facts.input_modalities();
         info.name = facts.name;
         info.reasoning = if ModelCatalog::row(model).is_some() {
             (!facts.efforts.is_empty())

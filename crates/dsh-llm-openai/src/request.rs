@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use dsh_llm::{
-    ContentBlock, FailureCode, GenerateOptions, LlmFailure, Message, MessageSource, ModelInfo,
-    Purpose, Role,
+    ContentBlock, FailureCode, GenerateOptions, ImageRef, LlmFailure, Message, MessageSource,
+    ModelInfo, Purpose, Role, image_base64,
 };
 use serde::Serialize;
 
@@ -62,7 +62,7 @@ enum WireMessage<'a> {
         content: Cow<'a, str>,
     },
     User {
-        content: Cow<'a, str>,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Cow<'a, str>,
@@ -75,6 +75,40 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: Cow<'a, str>,
     },
+}
+
+/// A user message's content: a plain string when it is text only (so a text conversation's
+/// bytes never change), parts when it carries images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// The `data:` URL of an image block.
+fn image_part<'a>(options: &GenerateOptions, image: &ImageRef) -> Result<Part<'a>, LlmFailure> {
+    Ok(Part::ImageUrl {
+        image_url: ImageUrl {
+            url: format!(
+                "data:{};base64,{}",
+                image.media_type,
+                image_base64(options, image)?
+            ),
+        },
+    })
 }
 
 #[derive(Serialize)]
@@ -108,7 +142,7 @@ pub(crate) fn build_body(
         });
     }
     for message in &options.messages {
-        serialize_message(config, &options.config.provider, message, &mut messages)?;
+        serialize_message(config, options, message, &mut messages)?;
     }
     let body = Body {
         model: &options.config.model,
@@ -190,21 +224,12 @@ fn unsupported(model: &ModelInfo, effort: &str, offered: &str) -> LlmFailure {
     )
 }
 
-fn unsupported_image() -> LlmFailure {
-    LlmFailure::new(
-        FailureCode::UnsupportedContent,
-        "this adapter does not send images yet; remove the image or use a text-only request",
-    )
-}
-
-/// Text blocks of `blocks` joined with `sep`; images are refused.
+/// Text blocks of `blocks` joined with `sep` (images are the caller's to place).
 fn join_text<'a>(blocks: &'a [ContentBlock], sep: &str) -> Result<Cow<'a, str>, LlmFailure> {
     let mut texts = Vec::new();
     for block in blocks {
-        match block {
-            ContentBlock::Text { text } => texts.push(text.as_str()),
-            ContentBlock::Image { .. } => return Err(unsupported_image()),
-            _ => {}
+        if let ContentBlock::Text { text } = block {
+            texts.push(text.as_str());
         }
     }
     Ok(match texts.as_slice() {
@@ -216,10 +241,11 @@ fn join_text<'a>(blocks: &'a [ContentBlock], sep: &str) -> Result<Cow<'a, str>, 
 
 fn serialize_message<'a>(
     config: &OpenAiAdapterConfig,
-    target_route: &str,
+    options: &GenerateOptions,
     message: &'a Message,
     out: &mut Vec<WireMessage<'a>>,
 ) -> Result<(), LlmFailure> {
+    let target_route = options.config.provider.as_str();
     match message.role {
         Role::System => out.push(WireMessage::System {
             content: join_text(&message.content, "\n")?,
@@ -269,10 +295,37 @@ fn serialize_message<'a>(
                 .content
                 .iter()
                 .any(|b| matches!(b, ContentBlock::ToolResult { .. }));
-            let text = join_text(&message.content, "\n")?;
-            if !text.is_empty() || !has_results {
-                out.push(WireMessage::User { content: text });
+            let has_images = message
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Image { .. }));
+            if has_images {
+                let mut parts = Vec::new();
+                for block in &message.content {
+                    match block {
+                        ContentBlock::Text { text } => parts.push(Part::Text {
+                            text: Cow::Borrowed(text),
+                        }),
+                        ContentBlock::Image { attachment } => {
+                            parts.push(image_part(options, attachment)?);
+                        }
+                        _ => {}
+                    }
+                }
+                out.push(WireMessage::User {
+                    content: UserContent::Parts(parts),
+                });
+            } else {
+                let text = join_text(&message.content, "\n")?;
+                if !text.is_empty() || !has_results {
+                    out.push(WireMessage::User {
+                        content: UserContent::Text(text),
+                    });
+                }
             }
+            // A tool message holds text only, so the images a tool returned follow the
+            // step's results in one user message, each after a line naming its call.
+            let mut returned = Vec::new();
             for block in &message.content {
                 if let ContentBlock::ToolResult {
                     tool_call_id,
@@ -280,16 +333,42 @@ fn serialize_message<'a>(
                     ..
                 } = block
                 {
+                    let images: Vec<&ImageRef> = content
+                        .iter()
+                        .filter_map(|c| match c {
+                            ContentBlock::Image { attachment } => Some(attachment),
+                            _ => None,
+                        })
+                        .collect();
                     let text = join_text(content, "\n")?;
+                    let text = match (text.is_empty(), images.len()) {
+                        (true, 0) => Cow::Borrowed("(no output)"),
+                        (_, 0) => text,
+                        (_, n) => Cow::Owned(format!(
+                            "{text}{}[{n} image(s) follow in the next message]",
+                            if text.is_empty() { "" } else { "\n" }
+                        )),
+                    };
                     out.push(WireMessage::Tool {
                         tool_call_id: tool_call_id.as_str(),
-                        content: if text.is_empty() {
-                            Cow::Borrowed("(no output)")
-                        } else {
-                            text
-                        },
+                        content: text,
                     });
+                    if !images.is_empty() {
+                        returned.push(Part::Text {
+                            text: Cow::Owned(format!(
+                                "Image(s) returned by tool call {tool_call_id}:"
+                            )),
+                        });
+                        for image in images {
+                            returned.push(image_part(options, image)?);
+                        }
+                    }
                 }
+            }
+            if !returned.is_empty() {
+                out.push(WireMessage::User {
+                    content: UserContent::Parts(returned),
+                });
             }
         }
     }
@@ -352,6 +431,7 @@ mod tests {
             name: "bash".into(),
             description: "run".into(),
             parameters: json!({"type": "object"}),
+            needs_vision: false,
         }];
         let b = body(&deepseek(), &options);
         let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();

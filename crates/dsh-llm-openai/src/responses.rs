@@ -7,8 +7,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use dsh_llm::{
-    BlockType, CallId, ContentBlock, FailureCode, FinishReason, GenerateOptions, LlmFailure,
-    Message, MessageSource, ModelInfo, Purpose, Role, StreamChunk, TokenUsage,
+    BlockType, CallId, ContentBlock, FailureCode, FinishReason, GenerateOptions, ImageRef,
+    LlmFailure, Message, MessageSource, ModelInfo, Purpose, Role, StreamChunk, TokenUsage,
+    image_base64,
 };
 use dsh_llm_http::{WireTranslator, classify_failure};
 use serde_json::{Map, Value, json};
@@ -31,7 +32,7 @@ pub(crate) fn build_body(
     }
     let mut input = Vec::new();
     for message in &options.messages {
-        items(&options.config.provider, message, &mut input)?;
+        items(options, message, &mut input)?;
     }
     body.insert("input".into(), Value::Array(input));
     if !options.tools.is_empty() {
@@ -81,17 +82,23 @@ pub(crate) fn build_body(
     })
 }
 
-fn unsupported_image() -> LlmFailure {
-    LlmFailure::new(
-        FailureCode::UnsupportedContent,
-        "this adapter does not send images yet; remove the image or use a text-only request",
-    )
+/// An `input_image` part carrying the image as a `data:` URL.
+fn input_image(options: &GenerateOptions, image: &ImageRef) -> Result<Value, LlmFailure> {
+    Ok(json!({
+        "type": "input_image",
+        "image_url": format!("data:{};base64,{}", image.media_type, image_base64(options, image)?),
+    }))
 }
 
 /// One message as input items: this route's own reasoning items (from the replay state)
 /// first, then an assistant's text and its `function_call`s, or a user's `function_call_output`s
 /// and then its text, the order in which they happened.
-fn items(route: &str, message: &Message, out: &mut Vec<Value>) -> Result<(), LlmFailure> {
+fn items(
+    options: &GenerateOptions,
+    message: &Message,
+    out: &mut Vec<Value>,
+) -> Result<(), LlmFailure> {
+    let route = options.config.provider.as_str();
     let (role, part) = match message.role {
         Role::Assistant => ("assistant", "output_text"),
         Role::User => ("user", "input_text"),
@@ -109,6 +116,9 @@ fn items(route: &str, message: &Message, out: &mut Vec<Value>) -> Result<(), Llm
     }
     let mut texts = Vec::new();
     let mut calls = Vec::new();
+    // A function_call_output holds text only: images a tool returned follow the outputs in a
+    // user message, each after a line naming its call.
+    let mut returned = Vec::new();
     for block in &message.content {
         match block {
             ContentBlock::Text { text } if !text.is_empty() => {
@@ -126,17 +136,32 @@ fn items(route: &str, message: &Message, out: &mut Vec<Value>) -> Result<(), Llm
                 ..
             } => {
                 let mut text = String::new();
+                let mut images = Vec::new();
                 for b in content {
                     match b {
                         ContentBlock::Text { text: t } => text.push_str(t),
-                        ContentBlock::Image { .. } => return Err(unsupported_image()),
+                        ContentBlock::Image { attachment } => {
+                            images.push(input_image(options, attachment)?);
+                        }
                         _ => {}
                     }
+                }
+                if !images.is_empty() {
+                    text.push_str(&format!(
+                        "{}[{} image(s) follow in the next message]",
+                        if text.is_empty() { "" } else { "\n" },
+                        images.len()
+                    ));
+                    returned.push(json!({"type": "input_text",
+                        "text": format!("Image(s) returned by tool call {tool_call_id}:")}));
+                    returned.extend(images);
                 }
                 calls.push(json!({"type": "function_call_output",
                     "call_id": tool_call_id.as_str(), "output": text}));
             }
-            ContentBlock::Image { .. } => return Err(unsupported_image()),
+            ContentBlock::Image { attachment } if message.role != Role::Assistant => {
+                texts.push(input_image(options, attachment)?);
+            }
             _ => {}
         }
     }
@@ -147,6 +172,9 @@ fn items(route: &str, message: &Message, out: &mut Vec<Value>) -> Result<(), Llm
         out.extend(calls);
     } else {
         out.extend(calls);
+        if !returned.is_empty() {
+            out.push(json!({"type": "message", "role": "user", "content": returned}));
+        }
         out.extend(text);
     }
     Ok(())

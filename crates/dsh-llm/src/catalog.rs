@@ -68,6 +68,8 @@ pub struct CatalogRow {
     pub efforts: &'static [&'static str],
     /// Published prices, when known.
     pub price: Option<ModelPrice>,
+    /// Whether the model reads images in its input.
+    pub vision: bool,
 }
 
 /// The built-in models. Prices: the providers' published list prices, USD per 1M tokens
@@ -79,6 +81,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "DeepSeek V4 Flash",
         context_window: 1_000_000,
         max_output_tokens: 256_000,
+        vision: false,
         efforts: DEEPSEEK_EFFORTS,
         price: Some(ModelPrice {
             input: 0.14,
@@ -92,6 +95,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "DeepSeek V4 Pro",
         context_window: 1_000_000,
         max_output_tokens: 256_000,
+        vision: false,
         efforts: DEEPSEEK_EFFORTS,
         price: Some(ModelPrice {
             input: 0.435,
@@ -105,6 +109,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "DeepSeek Chat",
         context_window: 128_000,
         max_output_tokens: 8_192,
+        vision: false,
         efforts: &[],
         price: None,
     },
@@ -114,6 +119,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "DeepSeek Reasoner",
         context_window: 128_000,
         max_output_tokens: 65_536,
+        vision: false,
         efforts: &[],
         price: None,
     },
@@ -123,6 +129,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "Claude Sonnet 4.5",
         context_window: 200_000,
         max_output_tokens: 64_000,
+        vision: true,
         efforts: ANTHROPIC_EFFORTS,
         price: Some(ModelPrice {
             input: 3.0,
@@ -136,6 +143,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "Claude Opus 4.1",
         context_window: 200_000,
         max_output_tokens: 32_000,
+        vision: true,
         efforts: ANTHROPIC_EFFORTS,
         price: Some(ModelPrice {
             input: 15.0,
@@ -149,6 +157,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "Claude Haiku 4.5",
         context_window: 200_000,
         max_output_tokens: 64_000,
+        vision: true,
         efforts: ANTHROPIC_EFFORTS,
         price: Some(ModelPrice {
             input: 1.0,
@@ -162,6 +171,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "GPT-5",
         context_window: 400_000,
         max_output_tokens: 128_000,
+        vision: true,
         efforts: OPENAI_EFFORTS,
         price: Some(ModelPrice {
             input: 1.25,
@@ -175,6 +185,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "GPT-5 mini",
         context_window: 400_000,
         max_output_tokens: 128_000,
+        vision: true,
         efforts: OPENAI_EFFORTS,
         price: Some(ModelPrice {
             input: 0.25,
@@ -188,6 +199,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "o4-mini",
         context_window: 200_000,
         max_output_tokens: 100_000,
+        vision: true,
         efforts: OPENAI_EFFORTS,
         price: Some(ModelPrice {
             input: 1.10,
@@ -201,6 +213,7 @@ pub const BUILTIN_MODELS: &[CatalogRow] = &[
         name: "GPT-4.1",
         context_window: 1_047_576,
         max_output_tokens: 32_768,
+        vision: true,
         efforts: &[],
         price: Some(ModelPrice {
             input: 2.0,
@@ -223,6 +236,9 @@ pub struct ModelOverride {
     /// Prices (USD per million tokens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<ModelPrice>,
+    /// Whether the model reads images (a local vision model the table does not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 /// Where a model's window came from.
@@ -251,11 +267,23 @@ pub struct ModelFacts {
     pub efforts: Vec<String>,
     /// Prices, when known.
     pub price: Option<ModelPrice>,
+    /// Whether the model reads images.
+    pub vision: bool,
     /// Where the window came from.
     pub origin: FactsOrigin,
 }
 
 impl ModelFacts {
+    /// The input kinds of [`crate::ModelInfo::input_modalities`]: `text`, and `image` for a
+    /// vision model.
+    pub fn input_modalities(&self) -> Vec<String> {
+        let mut kinds = vec!["text".to_owned()];
+        if self.vision {
+            kinds.push("image".to_owned());
+        }
+        kinds
+    }
+
     /// What `usage` cost, when the model's prices are known.
     pub fn cost(&self, usage: &TokenUsage) -> Option<f64> {
         self.price.map(|p| p.cost(usage))
@@ -308,6 +336,7 @@ impl ModelCatalog {
                 max_output_tokens: r.max_output_tokens,
                 efforts: r.efforts.iter().map(|e| (*e).to_owned()).collect(),
                 price: r.price,
+                vision: r.vision,
                 origin: FactsOrigin::Builtin,
             },
             None => ModelFacts {
@@ -317,6 +346,7 @@ impl ModelCatalog {
                 max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
                 efforts: Vec::new(),
                 price: None,
+                vision: false,
                 origin: FactsOrigin::Assumed,
             },
         };
@@ -330,6 +360,9 @@ impl ModelCatalog {
             }
             if over.price.is_some() {
                 facts.price = over.price;
+            }
+            if let Some(vision) = over.vision {
+                facts.vision = vision;
             }
         }
         facts
@@ -354,6 +387,26 @@ mod tests {
         assert_eq!(f.max_output_tokens, 256_000);
         assert!(f.price.is_some());
         assert_eq!(f.origin, FactsOrigin::Configured);
+    }
+
+    #[test]
+    fn vision_comes_from_the_row_and_the_configuration_can_grant_it() {
+        let catalog = ModelCatalog::builtin();
+        assert!(!catalog.facts("deepseek-v4-flash").vision);
+        assert!(catalog.facts("claude-sonnet-4-5").vision);
+        assert_eq!(
+            catalog.facts("claude-sonnet-4-5").input_modalities(),
+            ["text", "image"]
+        );
+        assert!(!catalog.facts("llava").vision);
+        let local = catalog.with_override(
+            "llava",
+            ModelOverride {
+                vision: Some(true),
+                ..ModelOverride::default()
+            },
+        );
+        assert!(local.facts("llava").vision);
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub struct ToolSchema {
     pub description: String,
     /// JSON schema of the arguments object.
     pub parameters: Value,
+    /// The tool returns images, so it is only offered to models that read them. Not part of
+    /// the wire schema or the log.
+    #[serde(skip)]
+    pub needs_vision: bool,
 }
 
 /// The per-conversation request configuration.
@@ -111,6 +115,9 @@ pub struct GenerateOptions {
     pub purpose: Purpose,
     /// Cancels the request; adapters must stop promptly and end with `finish{aborted}`.
     pub cancel: CancellationToken,
+    /// Where the bytes of image blocks are read from (filled by the runtime from
+    /// [`crate::Llm::set_attachments`] when the caller left it empty).
+    pub attachments: Option<Arc<dyn dsh_session::Attachments>>,
 }
 
 impl GenerateOptions {
@@ -121,6 +128,28 @@ impl GenerateOptions {
             ..Self::default()
         }
     }
+}
+
+/// The bytes of `image`, base64-encoded for a provider request, read from the request's
+/// attachment store. A missing store, a missing or damaged file is an `UNSUPPORTED_CONTENT`
+/// failure naming the image: a request must never go out with an image silently dropped.
+pub fn image_base64(
+    options: &GenerateOptions,
+    image: &dsh_session::ImageRef,
+) -> Result<String, dsh_session::LlmFailure> {
+    use base64::Engine as _;
+    let fail = |why: String| {
+        dsh_session::LlmFailure::new(
+            dsh_session::FailureCode::UnsupportedContent,
+            format!("image {} cannot be sent: {why}", image.attachment_id),
+        )
+    };
+    let store = options
+        .attachments
+        .as_ref()
+        .ok_or_else(|| fail("no attachment store is configured".to_owned()))?;
+    let bytes = store.get(image).map_err(|e| fail(e.to_string()))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ mod runtime;
 pub use adapter::{Adapter, ChunkStream, LlmStream};
 pub use assembler::BlockAssembler;
 pub use catalog::{ModelCatalog, ModelFacts, ModelOverride, ModelPrice};
-pub use config::{AdapterDefaults, GenerateOptions, LlmCallConfig, Purpose, ToolSchema};
+pub use config::{
+    AdapterDefaults, GenerateOptions, LlmCallConfig, Purpose, ToolSchema, image_base64,
+};
 pub use credential::{USER_AGENT, normalize_api_key};
 pub use error::{BoxError, LlmError};
 pub use model::{ModelInfo, ReasoningInfo};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dsh_session::{FailureCode, LlmFailure};
+use dsh_session::{ContentBlock, FailureCode, ImageRef, LlmFailure, Message};
 
 use crate::adapter::{Adapter, LlmStream};
 use crate::config::{AdapterDefaults, GenerateOptions, LlmCallConfig};
@@ -25,6 +25,9 @@ pub struct PreparedCall {
     pub retry_policy: Option<RetryPolicy>,
     /// The model's context window, when known.
     pub context_window: Option<u64>,
+    /// Whether the model reads images. A model that does not gets a line of text in place of
+    /// each image, and no tool that returns images.
+    pub vision: bool,
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) registry: Arc<Registry>,
 }
@@ -36,6 +39,7 @@ impl std::fmt::Debug for PreparedCall {
             .field("adapter_defaults", &self.adapter_defaults)
             .field("retry_policy", &self.retry_policy)
             .field("context_window", &self.context_window)
+            .field("vision", &self.vision)
             .finish_non_exhaustive()
     }
 }
@@ -58,8 +62,66 @@ impl PreparedCall {
             );
             return single(terminal_failure(failure, &options.cancel));
         }
+        let mut options = options;
+        if !self.vision {
+            describe_images(&mut options.messages, &self.config.model);
+        }
         self.registry.dispatch(&self.adapter, options)
     }
+}
+
+/// Replaces every image block (tool results included) with a line saying what it was, for a
+/// model that reads no images: the conversation stays complete and provider-valid, and the
+/// model knows an image was there.
+fn describe_images(messages: &mut [Arc<Message>], model: &str) {
+    fn describe(blocks: &[ContentBlock], model: &str) -> Option<Vec<ContentBlock>> {
+        let touched = blocks.iter().any(|b| match b {
+            ContentBlock::Image { .. } => true,
+            ContentBlock::ToolResult { content, .. } => content
+                .iter()
+                .any(|c| matches!(c, ContentBlock::Image { .. })),
+            _ => false,
+        });
+        touched.then(|| {
+            blocks
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Image { attachment } => {
+                        ContentBlock::text(image_line(attachment, model))
+                    }
+                    ContentBlock::ToolResult {
+                        tool_call_id,
+                        content,
+                        is_error,
+                    } => ContentBlock::ToolResult {
+                        tool_call_id: tool_call_id.clone(),
+                        content: describe(content, model).unwrap_or_else(|| content.clone()),
+                        is_error: *is_error,
+                    },
+                    other => other.clone(),
+                })
+                .collect()
+        })
+    }
+    for message in messages.iter_mut() {
+        if let Some(content) = describe(&message.content, model) {
+            let mut changed = (**message).clone();
+            changed.content = content;
+            *message = Arc::new(changed);
+        }
+    }
+}
+
+fn image_line(image: &ImageRef, model: &str) -> String {
+    let size = match (image.width, image.height) {
+        (Some(w), Some(h)) => format!(", {w}×{h}"),
+        _ => String::new(),
+    };
+    format!(
+        "[image: {}, {} KB{size}; not shown: model `{model}` does not read images]",
+        image.media_type,
+        image.bytes.div_ceil(1024)
+    )
 }
 
 fn describe(config: &LlmCallConfig) -> String {

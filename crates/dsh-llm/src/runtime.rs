@@ -41,6 +41,8 @@ impl std::fmt::Debug for Llm {
 pub(crate) struct Registry {
     routes: RwLock<HashMap<String, Route>>,
     next_registration: AtomicU64,
+    /// Where image bytes are read from for every request that leaves them unset.
+    attachments: RwLock<Option<Arc<dyn dsh_session::Attachments>>>,
 }
 
 #[derive(Clone)]
@@ -114,6 +116,9 @@ impl Registry {
         mut options: GenerateOptions,
     ) -> LlmStream {
         self.scrub_replay_state(&mut options.messages, adapter);
+        if options.attachments.is_none() {
+            options.attachments = self.attachments.read().clone();
+        }
         let cancel = options.cancel.clone();
         match catch_unwind(AssertUnwindSafe(|| adapter.stream(options))) {
             Ok(inner) => normalize_stream(inner, cancel),
@@ -258,6 +263,13 @@ impl Llm {
             .unwrap_or_default()
     }
 
+    /// Sets the store image blocks are read from (the session store's attachments), for every
+    /// request whose options name none. Until it is set, an image in a request fails that
+    /// request with a clear error.
+    pub fn set_attachments(&self, attachments: Arc<dyn dsh_session::Attachments>) {
+        *self.registry.attachments.write() = Some(attachments);
+    }
+
     /// Resolves the model once and materializes the adapter's defaults into `config`.
     ///
     /// `max_tokens` is filled from the model's default output ceiling and `reasoning_effort`
@@ -311,6 +323,7 @@ impl Llm {
             adapter_defaults,
             retry_policy: route.retry_policy.clone(),
             context_window: model.context_window,
+            vision: model.input_modalities.iter().any(|m| m == "image"),
             adapter: route.adapter,
             registry: self.registry.clone(),
         })

@@ -340,6 +340,7 @@ impl McpServers {
                             name: offered.name.clone(),
                             description: offered.description.clone(),
                             parameters: offered.parameters.clone(),
+                            needs_vision: false,
                         });
                     }
                     Err(error) => {

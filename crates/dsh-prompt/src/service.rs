@@ -221,6 +221,7 @@ impl SystemPrompt {
                     name: schema.name,
                     description: schema.description,
                     parameters: schema.parameters,
+                    needs_vision: schema.needs_vision,
                 });
             }
             known.extend(names);

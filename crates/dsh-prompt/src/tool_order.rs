@@ -68,6 +68,7 @@ mod tests {
             name: name.to_owned(),
             description: String::new(),
             parameters: json!({"type": "object"}),
+            needs_vision: false,
         }
     }
 

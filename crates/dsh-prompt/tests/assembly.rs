@@ -38,6 +38,7 @@ impl ToolSchemaSource for FakeTools {
                 name: n.clone(),
                 description: format!("the {n} tool"),
                 parameters: json!({"type": "object"}),
+                needs_vision: false,
             })
             .collect()
     }

@@ -12,6 +12,7 @@
 //!   `session/created`, `session/disposed`, `session/event` and `session/flush` events.
 //! - [`fork_seed`], [`interrupted_turn_closers`] and [`check_balanced`].
 
+pub mod attachments;
 pub mod error;
 pub mod event;
 pub mod fork;
@@ -29,6 +30,7 @@ pub mod stream;
 mod surface;
 pub mod todo;
 
+pub use attachments::{AttachmentError, Attachments, attachment_digest, image_media_type};
 pub use error::SessionError;
 pub use event::{
     AssistantChunk, AssistantMessage, CancelCause, EventKind, HeaderReason, InboxSplice,

@@ -23,6 +23,7 @@
 //! was loaded refuses to append to it. Locks die with their process, so a crash never leaves a
 //! session locked.
 
+mod attachments;
 mod batch;
 mod error;
 mod fork;
@@ -38,6 +39,7 @@ mod store;
 mod summary;
 mod writer;
 
+pub use attachments::FileAttachments;
 pub use fsync::{FileOps, OsFileOps};
 pub use layout::{sessions_root, sessions_root_from_env};
 pub use plugin::JsonlPersistencePlugin;

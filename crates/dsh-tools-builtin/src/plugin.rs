@@ -17,10 +17,11 @@ use crate::grep::GrepTool;
 use crate::notice;
 use crate::observe::FileObservations;
 use crate::read::ReadTool;
+use crate::read_image::ReadImageTool;
 use crate::todo::TodoWriteTool;
 use crate::write::WriteTool;
 
-/// Registers `bash`, `bash_output`, `bash_kill`, `read`, `write`, `edit`, `glob`, `grep` and
+/// Registers `bash`, `bash_output`, `bash_kill`, `read`, `read_image`, `write`, `edit`, `glob`, `grep` and
 /// `todo_write` in the [`ToolRuntime`] through the context it is applied with (global when applied on the
 /// root context, one agent's when applied on its scoped context), provides the
 /// [`FileObservations`] service unless one is already provided, announces the end of owned
@@ -60,11 +61,12 @@ impl Plugin for BuiltinToolsPlugin {
                 fence::release_tasks_of(&lookup, agent.id());
             })?;
         }
-        let tools: [Arc<dyn Tool>; 9] = [
+        let tools: [Arc<dyn Tool>; 10] = [
             Arc::new(BashTool::new(ctx.clone())),
             Arc::new(BashOutputTool::new(ctx.clone())),
             Arc::new(BashKillTool::new(ctx.clone())),
             Arc::new(ReadTool::new(observations.clone())),
+            Arc::new(ReadImageTool::new(ctx.clone())),
             Arc::new(WriteTool::new(observations.clone())),
             Arc::new(EditTool::new(observations)),
             Arc::new(GlobTool),

@@ -140,6 +140,7 @@ impl ToolRuntime {
                 name,
                 description: tool.description().to_owned(),
                 parameters: tool.parameters(),
+                needs_vision: tool.needs_vision(),
             })
             .collect()
     }

@@ -28,6 +28,11 @@ pub trait Tool: Send + Sync + 'static {
     /// JSON Schema of the arguments object.
     fn parameters(&self) -> Value;
 
+    /// Whether the tool returns images, so only a model that reads images is offered it.
+    fn needs_vision(&self) -> bool {
+        false
+    }
+
     /// Whether this particular call may overlap with sibling calls. Decided per call (a
     /// `bash` call might be safe only for read-only commands); anything but `true` — including
     /// a panic — makes the call an exclusive barrier.

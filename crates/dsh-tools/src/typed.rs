@@ -31,6 +31,11 @@ pub trait TypedTool: Send + Sync + 'static {
     /// What it does, for the model.
     fn description(&self) -> &str;
 
+    /// See [`Tool::needs_vision`].
+    fn needs_vision(&self) -> bool {
+        false
+    }
+
     /// Whether this call may overlap with siblings (see [`Tool::is_concurrency_safe`]);
     /// arguments that do not validate are always exclusive.
     fn is_concurrency_safe(&self, _args: &Self::Args) -> bool {
@@ -103,6 +108,10 @@ impl<T: TypedTool> Tool for T {
 
     fn parameters(&self) -> Value {
         parameters_of::<T::Args>()
+    }
+
+    fn needs_vision(&self) -> bool {
+        TypedTool::needs_vision(self)
     }
 
     fn is_concurrency_safe(&self, args: &Value) -> bool {

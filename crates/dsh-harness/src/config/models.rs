@@ -1,5 +1,5 @@
 //! `[models."ID"]` in `config.toml`: the user's model facts (context window, output ceiling,
-//! prices) over the built-in catalog, and how `dsh config show` prints the selected model's.
+//! prices, whether it reads images) over the built-in catalog, and how `dsh config show` prints the selected model's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,6 +20,7 @@ pub(super) struct FileModel {
     context_window: Option<u64>,
     max_output_tokens: Option<u32>,
     price: Option<ModelPrice>,
+    vision: Option<bool>,
     pub(super) reasoning_effort: Option<toml::Spanned<String>>,
 }
 
@@ -29,6 +30,7 @@ impl FileModel {
             context_window: self.context_window,
             max_output_tokens: self.max_output_tokens,
             price: self.price,
+            vision: self.vision,
         }
     }
 }
@@ -128,6 +130,16 @@ pub(super) fn render(catalog: &ModelCatalog, model: &str) -> String {
             let _ = writeln!(out, "# price unknown: cost is not shown");
         }
     }
+    let _ = writeln!(
+        out,
+        "{:<48} # {}",
+        format!("vision = {}", facts.vision),
+        if facts.vision {
+            "reads images: read_image is offered, prompts may carry images"
+        } else {
+            "text only: read_image is not offered, images are described in words"
+        }
+    );
     out
 }
 

@@ -163,6 +163,56 @@ fn full_access_by_flag_on_a_headless_run_lets_commands_run_and_says_so_once() {
 }
 
 #[test]
+fn a_partial_sandbox_is_said_once_per_run_and_listed_by_config_show() {
+    // Without namespaces (turned off here, as on a kernel or container that refuses them)
+    // .git, .dsh and other processes' /proc stay reachable: dsh says so once, not per command.
+    // DSH_HOME outside every writable root (the test's home is under /tmp, one of them):
+    // without namespaces, a home inside one refuses every command instead.
+    let w = World::new();
+    let home = outside();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[sandbox]\nnamespaces = false\n",
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::tool_call("call_2", "bash", &bash("echo two")))
+        .push(MockResponse::text("Done."));
+    let dsh = |args: &[&str]| {
+        let mut cmd = w.dsh(args);
+        cmd.env("DSH_HOME", home.path());
+        cmd.output().unwrap()
+    };
+    let out = dsh(&["run", "x"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("the sandbox is partial on this machine")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("no mount or PID namespace"), "{err}");
+    assert!(!err.contains("SANDBOX_UNAVAILABLE"), "{err}");
+    let show = dsh(&["config", "show"]);
+    let text = stdout(&show);
+    assert!(text.contains("namespaces: none (turned off"), "{text}");
+    assert!(
+        text.contains("#   not enforced: no mount or PID namespace"),
+        "{text}"
+    );
+    // With namespaces (this machine has them) nothing is said.
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&["run", "x"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(!stderr(&out).contains("partial"), "{}", stderr(&out));
+}
+
+#[test]
 fn config_show_names_the_sandbox_and_rules_with_their_sources() {
     let w = World::new();
     std::fs::write(

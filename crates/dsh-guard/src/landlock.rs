@@ -140,3 +140,40 @@ pub fn gaps(abi: u32, namespaces: bool, network: bool) -> Vec<&'static str> {
     }
     gaps
 }
+
+#[cfg(test)]
+mod tests {
+    use super::gaps;
+
+    #[test]
+    fn the_newest_abi_with_namespaces_leaves_nothing_to_report() {
+        assert!(gaps(7, true, false).is_empty());
+        assert!(gaps(7, false, true).is_empty());
+    }
+
+    #[test]
+    fn truncate_and_signals_are_gaps_only_without_a_namespace_to_cover_them() {
+        let without = gaps(2, false, true);
+        assert!(
+            without.iter().any(|g| g.contains("truncate")),
+            "{without:?}"
+        );
+        assert!(without.iter().any(|g| g.contains("signal")), "{without:?}");
+        let with = gaps(2, true, true);
+        assert!(!with.iter().any(|g| g.contains("truncate")), "{with:?}");
+        assert!(!with.iter().any(|g| g.contains("signal")), "{with:?}");
+    }
+
+    #[test]
+    fn tcp_without_landlock_network_rules_is_named_only_with_the_network_off() {
+        assert!(gaps(3, true, false).iter().any(|g| g.contains("TCP")));
+        assert!(!gaps(3, true, true).iter().any(|g| g.contains("TCP")));
+        assert!(!gaps(4, true, false).iter().any(|g| g.contains("TCP")));
+    }
+
+    #[test]
+    fn abi_one_cannot_rename_across_directories() {
+        assert!(gaps(1, true, true).iter().any(|g| g.contains("EXDEV")));
+        assert!(!gaps(2, true, true).iter().any(|g| g.contains("EXDEV")));
+    }
+}

@@ -22,6 +22,7 @@ fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
     policy.writable_roots = guard.writable_roots.value.clone();
     policy.dsh_home = Some(settings.home.value.clone());
     policy.protect = guard.protect.value;
+    policy.namespaces = guard.namespaces.value;
     policy.min_abi = guard.min_abi.as_ref().map(|m| m.value);
     policy
 }

@@ -16,6 +16,7 @@ use agent_client_protocol::v1::schema::{
 
 use std::sync::Arc;
 
+use dsh_checkpoint::{Checkpoints, RewindRequest};
 use dsh_compaction::Compaction;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -75,6 +76,12 @@ const COMMANDS: &[SlashCommand] = &[
         hint: "what the summary should keep (optional)",
         run: Runner::Later(compact),
     },
+    SlashCommand {
+        name: "rewind",
+        description: "List the turns, or put the files and the conversation back to the start of turn N",
+        hint: "N [--files-only | --conversation-only] [--force] (nothing: list the turns)",
+        run: Runner::Later(rewind),
+    },
 ];
 
 fn mode(_bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, Error> {
@@ -130,6 +137,65 @@ fn compact(
             ),
             Ok(_) => "Nothing to summarize yet: the history is all recent.".to_owned(),
             Err(e) => format!("Not compacted: {e}"),
+        })
+    }
+    .boxed()
+}
+
+/// `/rewind`: holds the prompt slot like any waiting command, so no turn starts while files
+/// are written back. The editor's thread keeps showing the rewound turns; the model no longer
+/// sees them.
+fn rewind(
+    bridge: &Bridge,
+    record: Arc<SessionRecord>,
+    args: String,
+    _cancel: CancellationToken,
+) -> BoxFuture<'static, Answer> {
+    let service = bridge.ctx.get::<Checkpoints>();
+    async move {
+        let Some(service) = service else {
+            return Answer::Text("Error: checkpoints are not available in this session".into());
+        };
+        let session = record.agent().session().clone();
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let request = match RewindRequest::parse_args(&words) {
+            Ok(Some(request)) => request,
+            Ok(None) => {
+                let turns = service.turns(&session).await;
+                if turns.is_empty() {
+                    return Answer::Text("No turns to rewind to.".into());
+                }
+                let lines: Vec<String> = turns
+                    .iter()
+                    .map(|t| {
+                        let files = t
+                            .changed_files
+                            .map_or_else(|| "no checkpoint".to_owned(), |n| format!("{n} file(s)"));
+                        format!("{}. {} ({files})", t.turn, t.prompt)
+                    })
+                    .collect();
+                return Answer::Text(format!(
+                    "Turns (/rewind N goes back to the start of turn N):\n{}",
+                    lines.join("\n")
+                ));
+            }
+            Err(usage) => return Answer::Text(usage),
+        };
+        Answer::Text(match service.rewind(&session, request).await {
+            Ok(report) => {
+                let mut text = format!("Rewound to the start of turn {}.", request.to_turn);
+                if !report.changed.is_empty() {
+                    text.push_str(&format!(" Restored: {}.", report.changed.join(", ")));
+                }
+                if !report.left.is_empty() {
+                    text.push_str(&format!(" Left as they are: {}.", report.left.join("; ")));
+                }
+                if report.conversation {
+                    text.push_str(" The model no longer sees those turns.");
+                }
+                text
+            }
+            Err(e) => format!("Not rewound: {e}"),
         })
     }
     .boxed()

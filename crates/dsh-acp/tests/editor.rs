@@ -362,7 +362,7 @@ async fn slash_commands_are_advertised_and_run_without_a_model_request() {
         .iter()
         .map(|c| c.name.as_str())
         .collect();
-    assert_eq!(names, ["mode", "model", "compact"]);
+    assert_eq!(names, ["mode", "model", "compact", "rewind"]);
     ends_turn(conn, &id, "/mode read-only").await;
     let updates = conn.received();
     assert!(updates.iter().any(|n| matches!(&n.update,

@@ -4,7 +4,8 @@ use std::error::Error as StdError;
 use std::sync::Arc;
 
 use dsh_agent::events::{
-    AgentPreStep, AgentTurnStopping, PreStepDecision, PreStepRequest, TurnStopping,
+    AgentPreStep, AgentTurnEnding, AgentTurnStopping, PreStepDecision, PreStepRequest, TurnEnding,
+    TurnStopping,
 };
 use dsh_agent::{AgentError, CancelCause};
 use dsh_kernel::BoxError;
@@ -100,8 +101,14 @@ fn is_snapshot(m: &Message) -> bool {
 /// context is not re-sent).
 pub(crate) fn restore_runtime_context(session: &Session) -> Option<String> {
     session.with_events(|events| {
+        // A snapshot in a turn that was rewound is no longer in the history.
+        let rewound = dsh_session::rewound_ranges(events);
         events.iter().rev().find_map(|e| match &e.kind {
-            EventKind::UserMessage(m) if is_snapshot(m) => Some(m.text()),
+            EventKind::UserMessage(m)
+                if is_snapshot(m) && !dsh_session::is_rewound(&rewound, e.seq) =>
+            {
+                Some(m.text())
+            }
             _ => None,
         })
     })
@@ -144,6 +151,18 @@ impl LoopAgent {
                 (TurnEndReason::Error { error: failure }, false)
             }
         };
+        // Whatever way the turn ends, what it left behind is recorded before it closes.
+        if let Err(error) = self
+            .ctx
+            .serial::<AgentTurnEnding>(TurnEnding {
+                agent: self.agent_ref(),
+                turn,
+                step: self.current_step(),
+            })
+            .await
+        {
+            tracing::warn!(agent = %self.session.id(), %error, "an agent/turn-ending listener failed");
+        }
         if let Err(e) = self
             .session
             .append(EventKind::TurnEnd(TurnEnd { turn, reason }))

@@ -226,6 +226,27 @@ impl Serial for AgentTurnStopping {
     type Payload = TurnStopping;
 }
 
+/// Payload of [`AgentTurnEnding`].
+#[derive(Clone, Debug)]
+pub struct TurnEnding {
+    /// The subject.
+    pub agent: AgentRef,
+    /// The turn about to close.
+    pub turn: u64,
+    /// Its last step (0 when it had none).
+    pub step: u64,
+}
+
+/// `agent/turn-ending`: every turn, however it ends (completed, cancelled, failed, disposed),
+/// right before its `turn/end` is appended. For listeners that record what the turn left
+/// behind (a checkpoint of the workspace); a listener's error is logged and changes nothing
+/// about how the turn ends. Unlike `agent/turn-stopping` it cannot continue the turn.
+pub struct AgentTurnEnding;
+impl Serial for AgentTurnEnding {
+    const NAME: &'static str = "agent/turn-ending";
+    type Payload = TurnEnding;
+}
+
 /// Payload of [`AgentErrorReported`].
 #[derive(Clone, Debug)]
 pub struct AgentErrorNotice {

@@ -60,6 +60,8 @@ pub enum ChatCommand {
     Compact(Option<String>),
     /// `/context`: context use and session cost.
     Context,
+    /// `/rewind [N …]`: list the turns, or go back to the start of turn N.
+    Rewind(Vec<String>),
     /// Nothing to do (an empty line).
     Nothing,
     /// An unknown or malformed command, with the message to show.
@@ -74,6 +76,8 @@ commands:
   /cancel       cancel the running turn (or press Ctrl-C)
   /compact [focus]  summarize the older history now (optionally what to keep)
   /context      context used and the session's cost
+  /rewind [N]   list the turns, or put files and conversation back to the start of turn N
+                (--files-only, --conversation-only, --force)
   /exit         leave (or press Ctrl-D)
   //text        send a message that starts with /
 Typing while the agent works steers the running turn: the message joins at the next step.";
@@ -96,6 +100,7 @@ pub fn parse(line: &str) -> ChatCommand {
         ("compact", []) => ChatCommand::Compact(None),
         ("compact", focus) => ChatCommand::Compact(Some(focus.join(" "))),
         ("context", []) => ChatCommand::Context,
+        ("rewind", args) => ChatCommand::Rewind(args.iter().map(|a| (*a).to_owned()).collect()),
         ("resume", _) => ChatCommand::Invalid("usage: /resume SESSION_ID".to_owned()),
         ("exit" | "quit" | "new" | "sessions" | "cancel" | "help" | "context", _) => {
             ChatCommand::Invalid(format!("usage: /{name} (it takes no arguments)"))
@@ -202,11 +207,20 @@ async fn chat(
                 _ => say("(nothing to cancel; /exit or Ctrl-D to leave)"),
             },
             ChatCommand::Compact(focus) => match &handle {
-                Some(h) => say(&crate::usage::compact(&harness, h.agent(), focus.as_deref()).await),
+                Some(h) => {
+                    say(&dsh_harness::usage::compact(&harness, h.agent(), focus.as_deref()).await)
+                }
+                None => say("no session; try /new"),
+            },
+            ChatCommand::Rewind(args) => match &handle {
+                Some(h) => {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    say(&crate::rewind::command(&harness, h.agent(), &args).await);
+                }
                 None => say("no session; try /new"),
             },
             ChatCommand::Context => match &handle {
-                Some(h) => say(&crate::usage::context(&harness, h.agent())),
+                Some(h) => say(&dsh_harness::usage::context(&harness, h.agent())),
                 None => say("no session; try /new"),
             },
             ChatCommand::Sessions => match crate::sessions::list(harness.store()).await {
@@ -403,6 +417,7 @@ mod tests {
             ChatCommand::Compact(Some("the parser work".into()))
         );
         assert_eq!(parse("/context"), ChatCommand::Context);
+        assert_eq!(parse("/rewind 2"), ChatCommand::Rewind(vec!["2".into()]));
         assert!(matches!(parse("/resume"), ChatCommand::Invalid(_)));
         assert!(matches!(parse("/bogus"), ChatCommand::Invalid(_)));
         assert_eq!(

@@ -209,6 +209,36 @@ pub enum SessionsCommand {
         #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
     },
+    /// Put a session back to the start of turn N: the files the session changed since (by
+    /// any tool, commands included) and the conversation. Files someone else changed since
+    /// the session's last checkpoint make it refuse, writing nothing, unless --force.
+    Rewind {
+        /// The session (its id, or a unique prefix of it).
+        id: String,
+        /// The turn to go back to the start of (`dsh sessions show` numbers them).
+        #[arg(long, value_name = "N")]
+        to_turn: u64,
+        /// Only the files; the conversation keeps its turns.
+        #[arg(long, conflicts_with = "conversation_only")]
+        files_only: bool,
+        /// Only the conversation; no file is touched.
+        #[arg(long)]
+        conversation_only: bool,
+        /// Overwrite files someone else changed too (files the session never changed are
+        /// still left alone).
+        #[arg(long)]
+        force: bool,
+    },
+    /// What turn N of a session changed in its workspace: a unified diff per file.
+    Diff {
+        /// The session (its id, or a unique prefix of it).
+        id: String,
+        /// The turn.
+        #[arg(long, value_name = "N")]
+        turn: u64,
+    },
+    /// Delete the checkpoints no stored session refers to (after sessions were deleted).
+    Prune,
     /// Continue a stored session in the interactive chat.
     Resume {
         /// The session id, or a unique prefix of it.

@@ -18,6 +18,7 @@ mod mcp;
 mod piped;
 mod progress;
 mod render;
+mod rewind;
 mod run;
 mod secrets;
 mod sessions;
@@ -27,7 +28,6 @@ mod stdout;
 mod terminal;
 mod transfer;
 mod tui;
-mod usage;
 
 use std::io::{IsTerminal, Write as _};
 

@@ -108,6 +108,33 @@ impl Renderer {
                     self.line(&mut out, &format!("[turn {} {text}]", t.turn));
                 }
             },
+            EventKind::Rewind(r) => {
+                self.line(
+                    &mut out,
+                    &format!(
+                        "── rewound to the start of turn {}: the turns above from {0} on are out \
+                         of the history",
+                        r.to_turn
+                    ),
+                );
+            }
+            EventKind::Other { type_name, data }
+                if self.mode == Mode::Transcript
+                    && type_name == dsh_checkpoint::events::RESTORED =>
+            {
+                let count = data
+                    .get("count")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0);
+                let turn = data
+                    .get("toTurn")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0);
+                self.line(
+                    &mut out,
+                    &format!("── files of turn {turn} on put back ({count} path(s))"),
+                );
+            }
             EventKind::Other { type_name, .. } if type_name == TodoWrite::TYPE => {
                 if let Some(write) = TodoWrite::of(event) {
                     self.newline(&mut out);

@@ -26,7 +26,7 @@ use crate::cli::{OutputFormat, RunArgs};
 use crate::render::{Mode, Renderer};
 use crate::signals::{Signals, Stop};
 use crate::sink::Sink;
-use crate::usage::UsageFields;
+use dsh_harness::usage::UsageFields;
 
 pub use dsh_harness::DRAIN;
 
@@ -318,7 +318,7 @@ async fn drive(
         OutputFormat::StreamJson | OutputFormat::Json => {
             let events = agent.session().events();
             let (usage, cost_usd) =
-                crate::usage::of(&events, first_seq, &harness.settings().catalog);
+                dsh_harness::usage::of(&events, first_seq, &harness.settings().catalog);
             let spent = Spent {
                 usage,
                 cost_usd,
@@ -347,8 +347,11 @@ async fn drive(
     if progress {
         if let Some(compaction) = harness.compaction() {
             let context = compaction.context_use(agent.session());
-            let line =
-                crate::usage::summary_line(agent.session(), &context, &harness.settings().catalog);
+            let line = dsh_harness::usage::summary_line(
+                agent.session(),
+                &context,
+                &harness.settings().catalog,
+            );
             eprintln!("dsh: {line}");
         }
         eprintln!("dsh: session {id}");

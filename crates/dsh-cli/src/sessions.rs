@@ -1,5 +1,5 @@
-//! `dsh sessions list | show | fork | import | export`: stored sessions, read straight from
-//! the configured store (JSONL files or PostgreSQL, see `store`).
+//! `dsh sessions list | show | fork | import | export | rewind | diff | prune`: stored
+//! sessions, read straight from the configured store (JSONL files or PostgreSQL, see `store`).
 //!
 //! These commands need no agent, no provider and no key: they open the store and nothing
 //! else.
@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
+use dsh_checkpoint::{FileDiff, PruneReport, RewindMode, RewindRequest};
 use dsh_session::StoredSession;
 
 use dsh_harness::config::{ConfigError, Overrides, Settings};
@@ -184,6 +185,36 @@ pub fn main(
                 crate::transfer::export(&store, &settings, id, out.as_deref()).await
             }
             C::Fork { id, at } => fork(&store, id, *at).await.map(|id| format!("{id}\n")),
+            C::Rewind {
+                id,
+                to_turn,
+                files_only,
+                conversation_only,
+                force,
+            } => {
+                let mode = match (files_only, conversation_only) {
+                    (true, _) => RewindMode::FilesOnly,
+                    (_, true) => RewindMode::ConversationOnly,
+                    _ => RewindMode::Both,
+                };
+                let request = RewindRequest {
+                    to_turn: *to_turn,
+                    mode,
+                    force: *force,
+                };
+                dsh_harness::rewind_stored(&settings, &store, id, request)
+                    .await
+                    .map(|report| report.describe(*to_turn))
+                    .map_err(anyhow::Error::from)
+            }
+            C::Diff { id, turn } => dsh_harness::diff_stored(&settings, &store, id, *turn)
+                .await
+                .map(|diffs| describe_diff(*turn, &diffs))
+                .map_err(anyhow::Error::from),
+            C::Prune => dsh_harness::prune_checkpoints(&settings, &store)
+                .await
+                .map(|r| describe_prune(&r))
+                .map_err(anyhow::Error::from),
             C::Resume { .. } => Ok(String::new()),
         }
     });
@@ -194,6 +225,26 @@ pub fn main(
             1
         }
     }
+}
+
+fn describe_diff(turn: u64, diffs: &[FileDiff]) -> String {
+    if diffs.is_empty() {
+        return format!("turn {turn} changed no file\n");
+    }
+    diffs.iter().map(|d| d.diff.clone()).collect()
+}
+
+fn describe_prune(report: &PruneReport) -> String {
+    let mut out = format!(
+        "removed {} checkpoint store(s) and {} object(s), {} bytes freed\n",
+        report.removed_stores.len(),
+        report.removed_objects,
+        report.freed_bytes
+    );
+    for busy in &report.busy {
+        let _ = writeln!(out, "skipped (in use): {}", busy.display());
+    }
+    out
 }
 
 /// `YYYY-MM-DD HH:MM` (UTC) for epoch milliseconds.

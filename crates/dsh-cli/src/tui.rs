@@ -1,23 +1,19 @@
 //! The full-screen UI, composed: `dsh` and `dsh chat` on a terminal (unless `--plain`).
 //!
-//! `dsh-tui` drives agents through the [`TuiHost`] seam; this module is that host over the
-//! harness (the same sessions, routes and policy `dsh run` and the line chat get).
+//! `dsh-tui` drives agents through its host seam; `dsh_tui::HarnessHost` is that host over the
+//! harness (the same sessions, routes and policy `dsh run` and the line chat get). What is left
+//! here is the binary's part: whether to start it, start-up errors, signals and the exit line.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use dsh_agent::AgentHandle;
 use dsh_harness::config::{Overrides, Settings, process_env};
 use dsh_harness::{
-    DRAIN, FrontEnd, Harness, HarnessError, HarnessOptions, SessionReference, SessionRequest,
-    workspace_dir,
+    DRAIN, FrontEnd, Harness, HarnessOptions, SessionReference, SessionRequest, workspace_dir,
 };
-use dsh_kernel::Context;
-use dsh_session::{SessionId, SessionOrigin};
+use dsh_tui::HarnessHost;
 use dsh_tui::runner::TuiOptions;
-use dsh_tui::{HostError, HostInfo, ModelEntry, SessionEntry, TuiHost};
 
 use crate::signals::Signals;
 
@@ -43,78 +39,6 @@ pub fn interactive(
         main(settings, flags, cwd, reference)
     } else {
         crate::chat::main(settings, flags, cwd, reference)
-    }
-}
-
-struct Host {
-    harness: Harness,
-    cwd: PathBuf,
-}
-
-/// A host error in the words `dsh` prints everywhere: the error and its causes.
-fn host_error(e: HarnessError) -> HostError {
-    HostError(format!("{:#}", anyhow::Error::new(e)))
-}
-
-#[async_trait]
-impl TuiHost for Host {
-    fn ctx(&self) -> &Context {
-        self.harness.context()
-    }
-
-    fn info(&self) -> HostInfo {
-        let settings = self.harness.settings();
-        let models = self
-            .harness
-            .core()
-            .llm
-            .list_models(&settings.provider.value)
-            .into_iter()
-            .map(|m| ModelEntry {
-                id: m.id,
-                context_window: m.context_window,
-                prices: None,
-            })
-            .collect();
-        // The policy of a session that has no choice of its own yet: what a new one runs under.
-        let policy = self.harness.policy(&SessionId::new(""));
-        HostInfo {
-            model: settings.model.value.clone(),
-            provider: settings.provider.value.clone(),
-            cwd: self.cwd.clone(),
-            mode: policy.describe(),
-            models,
-        }
-    }
-
-    async fn create(&self) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::New).in_dir(&self.cwd);
-        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
-    }
-
-    async fn resume(&self, id: SessionId) -> Result<AgentHandle, HostError> {
-        let request = SessionRequest::new(SessionReference::Resume(id.to_string()));
-        Ok(self.harness.open(request).await.map_err(host_error)?.handle)
-    }
-
-    async fn sessions(&self) -> Result<Vec<SessionEntry>, HostError> {
-        let listings = self
-            .harness
-            .store()
-            .listings()
-            .await
-            .map_err(|e| HostError(e.to_string()))?;
-        Ok(listings
-            .into_iter()
-            // Subagent sessions belong to their parent's conversation.
-            .filter(|l| l.header.origin != Some(SessionOrigin::Subagent))
-            .map(|l| SessionEntry {
-                id: l.header.id,
-                first_prompt: l.first_prompt,
-                last_activity: l.last_activity,
-                turns: l.turns,
-            })
-            .collect())
     }
 }
 
@@ -207,11 +131,11 @@ async fn tui(
     // resumes it, so a bad one is reported in the UI.
     let resume = match &reference {
         SessionReference::New => None,
-        SessionReference::Resume(reference) => Some(SessionId::new(reference.as_str())),
+        SessionReference::Resume(reference) => Some(reference.clone()),
         other => {
             let request = SessionRequest::new(other.clone()).in_dir(&cwd);
             match harness.locate(&request).await {
-                Ok(located) => Some(located.id),
+                Ok(located) => Some(located.id.to_string()),
                 Err(e) => {
                     harness.shutdown().await;
                     return Err(e.into());
@@ -219,7 +143,7 @@ async fn tui(
             }
         }
     };
-    let host = Arc::new(Host { harness, cwd });
+    let host = Arc::new(HarnessHost::new(harness, cwd));
     let options = TuiOptions {
         resume,
         history: Some(history),
@@ -228,7 +152,7 @@ async fn tui(
     // The UI reads Ctrl-C as a key; SIGTERM still ends dsh.
     signals.interactive();
     let result = dsh_tui::run(host.clone(), options).await;
-    host.harness
+    host.harness()
         .shutdown_by(tokio::time::Instant::now() + DRAIN)
         .await;
     let exit = result?;

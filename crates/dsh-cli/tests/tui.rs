@@ -354,3 +354,223 @@ fn an_untrusted_workspaces_hooks_are_asked_about_once_and_trusting_records_them(
     let listed = stdout(&w.output(&["hooks", "list"]));
     assert!(listed.contains("read, trusted"), "{listed}");
 }
+
+#[test]
+fn a_running_commands_output_streams_into_its_card_before_it_ends() {
+    let w = World::new();
+    let gate = w.cwd.path().join("gate.fifo");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let command = format!("echo tick-1; read -r _ < {}; echo tick-2", gate.display());
+    w.server
+        .push(MockResponse::tool_call(
+            "c1",
+            "bash",
+            &common::bash(&command),
+        ))
+        .push(MockResponse::text("Both ticks printed."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("tick twice");
+    // The first line is on screen while the command still waits on its gate.
+    // (The card's header holds the whole command, `echo tick-2` included: look at output rows.)
+    let row = |s: &vt100::Screen, want: &str| s.contents().lines().any(|l| l.trim_end() == want);
+    tui.wait("the first tick in a running card", |s| {
+        row(s, "  tick-1") && s.contents().contains("running") && !row(s, "  tick-2")
+    });
+    std::fs::write(&gate, "go\n").unwrap();
+    tui.wait_for("Both ticks printed.");
+    assert!(row(tui.term.screen(), "  tick-2"), "{}", tui.screen());
+    assert!(tui.screen().contains("exit 0"), "{}", tui.screen());
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    // Live output is never logged: the session holds the call and its one result.
+    let events = w.load(&w.only_session_id());
+    dsh_session::check_balanced(&events).unwrap();
+}
+
+#[test]
+fn the_status_line_and_mode_say_what_the_session_runs_under() {
+    let w = World::new();
+    let mut tui = Tui::start(&w, &["--sandbox", "read-only"], &[]);
+    tui.ready();
+    tui.wait_for("read-only · ask · network");
+    tui.type_line("/mode");
+    tui.wait_for("mode: read-only · ask · network");
+    // A switch shows at once, in the status line too.
+    tui.type_line("/mode auto");
+    tui.wait_for("mode: read-only · auto · network");
+    // The frame may still be arriving: the status line is drawn after the transcript.
+    tui.wait("the status line to say auto", |s| {
+        s.contents()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .contains("read-only · auto")
+    });
+    tui.type_line("/mode sometimes");
+    tui.wait_for("unknown approval policy `sometimes`");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn model_switches_for_the_next_request_and_a_resume_keeps_it() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    w.with_local_provider(&local);
+    w.server.push(MockResponse::text("from deepseek"));
+    local.push(MockResponse::text("from the local model"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("first");
+    tui.wait_for("from deepseek");
+    // The catalogue lists windows and prices; deepseek-v4-flash is priced.
+    tui.type_line("/model");
+    tui.wait_for("Switch model");
+    tui.wait_for("local-model");
+    tui.keys("\x1b");
+    tui.wait("the picker to close", |s| {
+        !s.contents().contains("Switch model")
+    });
+    tui.type_line("/model mock/local-model");
+    tui.wait_for("model: local-model via mock from the next request on");
+    tui.wait("the status line to name the new model", |s| {
+        s.contents()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .starts_with("local-model")
+    });
+    tui.type_line("second");
+    tui.wait_for("from the local model");
+    tui.type_line("/model nosuch-model");
+    tui.wait_for("does not list model `nosuch-model`");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let id = w.only_session_id();
+    assert_eq!(w.server.requests().len(), 1);
+    assert_eq!(local.requests().len(), 1);
+    assert_eq!(local.requests()[0].body["model"], "local-model");
+
+    // Resumed later, the session stays on the model chosen in it.
+    local.push(MockResponse::text("still local"));
+    let mut tui = Tui::start(&w, &["chat", "--resume", &id], &[]);
+    tui.wait_for("from the local model");
+    tui.type_line("third");
+    tui.wait_for("still local");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    assert_eq!(
+        w.server.requests().len(),
+        1,
+        "nothing went back to deepseek"
+    );
+}
+
+#[test]
+fn a_switch_without_a_request_is_remembered_by_resume() {
+    let w = World::new();
+    let local = dsh_testkit::MockServer::start();
+    w.with_local_provider(&local);
+    w.server.push(MockResponse::text("from deepseek"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("first");
+    tui.wait_for("from deepseek");
+    tui.type_line("/model mock/local-model");
+    tui.wait_for("from the next request on");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let id = w.only_session_id();
+    local.push(MockResponse::text("local after resume"));
+    let out = w.output(&["run", "--resume", &id, "again"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(common::stdout(&out).contains("local after resume"));
+    assert_eq!(w.server.requests().len(), 1);
+}
+
+#[test]
+fn resume_with_a_bad_reference_keeps_the_session_on_screen_with_one_error() {
+    let w = World::new();
+    w.server.push(MockResponse::text("first answer"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("hello");
+    tui.wait_for("first answer");
+    tui.type_line("/resume zzzz-no-such-session");
+    tui.wait_for("✗");
+    let screen = tui.screen();
+    assert!(screen.contains("first answer"), "still on screen: {screen}");
+    assert!(!screen.contains("resumed"), "{screen}");
+    assert_eq!(screen.matches("✗").count(), 1, "one error: {screen}");
+    // The session on screen still answers.
+    w.server.push(MockResponse::text("still here"));
+    tui.type_line("are you there");
+    tui.wait_for("still here");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn resume_in_a_fresh_ui_with_a_bad_reference_still_gives_a_session() {
+    let w = World::new();
+    let mut tui = Tui::start(&w, &["chat", "--resume", "zzzz-missing"], &[]);
+    tui.ready();
+    tui.wait_for("✗");
+    w.server.push(MockResponse::text("a new session answers"));
+    tui.type_line("hello");
+    tui.wait_for("a new session answers");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn cost_and_context_report_the_sessions_priced_usage_and_what_fills_the_window() {
+    let w = World::new();
+    w.server.push(MockResponse::text("an answer"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("hello");
+    tui.wait_for("an answer");
+    tui.type_line("/cost");
+    tui.wait_for("1 requests");
+    let screen = tui.screen();
+    assert!(!screen.contains("cost unknown"), "{screen}");
+    assert!(screen.contains(" · $0."), "{screen}");
+    tui.type_line("/context");
+    tui.wait_for("system prompt");
+    let screen = tui.screen();
+    assert!(screen.contains("conversation"), "{screen}");
+    assert!(screen.contains("largest items"), "{screen}");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+}
+
+#[test]
+fn compact_summarizes_the_history_and_says_so() {
+    let w = World::new();
+    // Long answers, so a short summary is worth it.
+    let long = |tag: &str| format!("answer {tag}: {}", "a long explanation of it. ".repeat(40));
+    w.server
+        .push(MockResponse::text(&long("one")))
+        .push(MockResponse::text(&long("two")))
+        .push(MockResponse::text(&long("three")))
+        .push(MockResponse::text("Summary: greetings."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    for (prompt, answer) in [
+        ("hello one", "answer one:"),
+        ("hello two", "answer two:"),
+        ("hello three", "answer three:"),
+    ] {
+        tui.type_line(prompt);
+        tui.wait_for(answer);
+    }
+    tui.type_line("/compact keep the greetings");
+    tui.wait_for("context compacted");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let requests = w.server.requests();
+    let last = serde_json::to_string(requests.last().unwrap().messages()).unwrap();
+    assert!(last.contains("keep the greetings"), "{last}");
+}

@@ -14,6 +14,7 @@
 //!   replaces the shadowed range, `compaction/end` ([`events`]). A crash mid-way leaves either
 //!   no replacement or a whole one: the replacement is a single event.
 
+pub mod breakdown;
 pub mod config;
 pub mod cut;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod prune;
 mod service;
 pub mod summarize;
 
+pub use breakdown::{ContextBreakdown, context_breakdown};
 pub use config::CompactionConfig;
 pub use error::CompactionError;
 pub use estimate::{ContextUse, SessionUsage, context_use, cost_usd, usage_report};

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use dsh_agent::AgentPlanner;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
+use dsh_checkpoint::{CheckpointPlugin, Checkpoints};
 use dsh_compaction::{Compaction, CompactionPlugin};
 use dsh_fetch::WebPlugin;
 use dsh_guard::{ApprovalPolicy, SandboxMode};
@@ -29,6 +30,7 @@ use crate::error::HarnessError;
 use crate::planner::Planner;
 use crate::routes::Routes;
 use crate::store::Store;
+use crate::switch::SessionChoices;
 
 /// How long a front end waits for its agents to stop, drain and flush once a person asked
 /// dsh to exit; past it dsh exits anyway (with a warning).
@@ -113,11 +115,13 @@ pub struct Harness {
     pub(crate) planner: Arc<Planner>,
     pub(crate) front_end: FrontEnd,
     pub(crate) approval: ApprovalPolicy,
+    pub(crate) choices: Arc<SessionChoices>,
     executor: Arc<LocalShellExecutor>,
     routes: Routes,
     notices: Vec<String>,
     persistence: PluginHandle,
     compaction: PluginHandle,
+    checkpoints: PluginHandle,
     tools: PluginHandle,
     subagents: PluginHandle,
     web: PluginHandle,
@@ -226,6 +230,15 @@ impl Harness {
             .plugin(CompactionPlugin::new(settings.compaction.clone()))
             .await
             .map_err(|e| HarnessError::start("mount compaction", e))?;
+        // Every front end checkpoints (unless `[checkpoints] enabled = false`): any session can
+        // be rewound, files and conversation.
+        let checkpoints = ctx
+            .plugin(
+                CheckpointPlugin::new(crate::rewind::checkpoint_config(&settings))
+                    .recording(settings.checkpoints.enabled),
+            )
+            .await
+            .map_err(|e| HarnessError::start("mount checkpoints", e))?;
         let tools = ctx
             .plugin(BuiltinToolsPlugin)
             .await
@@ -276,6 +289,9 @@ impl Harness {
         // Front ends that create agents themselves (the ACP bridge) plan them here too.
         ctx.provide::<dyn AgentPlanner>(planner.clone())
             .map_err(|e| HarnessError::start("provide the agent planner", e))?;
+        // After the guard (which provides the per-session approval policies it clears).
+        let choices = Arc::new(SessionChoices::default());
+        choices.install(&ctx)?;
         // Only now is the harness complete: config-declared agents may run their first turn.
         if options.front_end.long_lived() {
             core.agent_loop.start_configured().await;
@@ -288,11 +304,13 @@ impl Harness {
             planner,
             front_end: options.front_end,
             approval,
+            choices,
             executor,
             routes,
             notices,
             persistence,
             compaction,
+            checkpoints,
             tools,
             subagents,
             web,
@@ -355,6 +373,11 @@ impl Harness {
         self.ctx.get::<Compaction>()
     }
 
+    /// The checkpoint service: rewind a live session (`/rewind`), list its turns, diff one.
+    pub fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
+        self.ctx.get::<Checkpoints>()
+    }
+
     /// Resolves once `agent` is idle and owns no live background subagent, so a headless
     /// run's final answer includes what its background children reported.
     pub async fn when_quiet(&self, agent: &dsh_agent::AgentRef) {
@@ -376,6 +399,7 @@ impl Harness {
         }
         self.hooks.dispose().await;
         self.compaction.dispose().await;
+        self.checkpoints.dispose().await;
         self.web.dispose().await;
         self.tools.dispose().await;
         self.core.shutdown().await;

@@ -15,6 +15,7 @@ use serde::Deserialize;
 pub use crate::error::ConfigError;
 use crate::error::{config_bail, config_error};
 
+pub mod checkpoints;
 mod compaction;
 mod effort;
 mod empty;
@@ -175,6 +176,8 @@ pub struct Settings {
     pub compaction: dsh_compaction::CompactionConfig,
     /// `[store]` and `DSH_STORE_URL`: where sessions are kept.
     pub store: store::StoreSettings,
+    /// `[checkpoints]`: whether the workspace is recorded for rewinds, and the size cap.
+    pub checkpoints: checkpoints::CheckpointSettings,
     /// `[web_search]`: the search API of `web_search` (`None`: the tool is not offered).
     pub web_search: Option<web_search::WebSearchSettings>,
 }
@@ -200,6 +203,8 @@ struct FileConfig {
     hooks: crate::hooks::FileHooks,
     #[serde(default)]
     compaction: compaction::FileCompaction,
+    #[serde(default)]
+    checkpoints: checkpoints::FileCheckpoints,
     #[serde(default)]
     store: Option<toml::Spanned<store::FileStore>>,
     #[serde(default)]
@@ -528,6 +533,7 @@ impl Settings {
             .allow
             .extend(mcp::approval_rules(&config_path, &mcp_servers));
         let compaction = compaction::resolve(&file.compaction, &config_path, &text)?;
+        let checkpoints = checkpoints::resolve(&file.checkpoints, &config_path, &text)?;
         let store = store::resolve(env, file.store, &config_path, &text)?;
         let web_search = web_search::resolve(&file.web_search, &config_path, &text)?;
         Ok(Self {
@@ -547,6 +553,7 @@ impl Settings {
             hooks: crate::hooks::HookSettings::from_file(&file.hooks),
             compaction,
             store,
+            checkpoints,
             web_search,
         })
     }
@@ -564,6 +571,11 @@ impl Settings {
     /// Where sessions are stored.
     pub fn sessions_root(&self) -> PathBuf {
         self.home.value.join("sessions")
+    }
+
+    /// Where checkpoints are stored: one shadow repository per workspace.
+    pub fn checkpoints_root(&self) -> PathBuf {
+        self.home.value.join("checkpoints")
     }
 
     /// Fails, naming the variable to set, when the selected provider needs a key that is not
@@ -706,6 +718,7 @@ impl Settings {
         let _ = writeln!(out);
         out.push_str(&models::render(&self.catalog, &self.model.value));
         compaction::render(&mut out, &self.compaction);
+        checkpoints::render(&mut out, &self.checkpoints, &self.checkpoints_root());
         web_search::render(&mut out, self.web_search.as_ref(), env);
         guard::render(&mut out, &self.guard, &dsh_guard::KernelProbe::default());
         for server in &self.mcp_servers {

@@ -70,6 +70,9 @@ pub enum HarnessError {
     /// Creating or resuming the session's agent failed.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// A checkpoint, rewind, diff or prune failed (a refused rewind says which files).
+    #[error(transparent)]
+    Checkpoint(#[from] dsh_checkpoint::CheckpointError),
 }
 
 impl HarnessError {

@@ -10,11 +10,13 @@
 //! - registers the provider routes: every configured provider, built lazily, so a session is
 //!   continued on the route it was held on;
 //! - composes the plugins: core services, the guard (sandbox and approvals), builtin tools,
-//!   subagents, compaction, MCP servers, hooks, persistence;
+//!   subagents, compaction, checkpoints, MCP servers, hooks, persistence;
 //! - resolves a session reference (an id, a unique prefix, the newest session of a
 //!   directory, a fork) and applies the resume-route rule;
 //! - builds each agent's setup (instruction files, reasoning effort, request budget) and says
-//!   what a session runs under ([`EffectivePolicy`]).
+//!   what a session runs under ([`EffectivePolicy`]);
+//! - switches a running session's model or approval policy when a person asks
+//!   ([`Harness::switch_route`], [`Harness::set_approval`]).
 //!
 //! Front ends keep only what is theirs: argument parsing, terminal or protocol I/O, signals
 //! and exit codes. The ACP bridge, which creates agents for an editor itself, asks the
@@ -56,10 +58,13 @@ mod open;
 mod planner;
 mod policy;
 mod resume_route;
+mod rewind;
 mod routes;
 mod session_ref;
 mod storage;
 mod store;
+mod switch;
+pub mod usage;
 mod workspace;
 
 pub use agent_setup::AgentSpec;
@@ -71,5 +76,7 @@ pub use open::{LocatedSession, OpenedSession, SessionReference, SessionRequest};
 pub use planner::RouteOverrides;
 pub use policy::EffectivePolicy;
 pub use resume_route::Route;
+pub use rewind::{diff_stored, prune_checkpoints, rewind_stored};
 pub use store::{OriginFilter, Store};
+pub use switch::{ModelChoice, ROUTE_EVENT};
 pub use workspace::{same_dir, workspace_dir};

@@ -227,7 +227,8 @@ impl Harness {
 
     /// What session `session` runs under now: the configured sandbox, the approval policy (the
     /// session's own choice over the configured one over the front end's default) and the
-    /// model of its route.
+    /// model of its route (a person's switch over the route it was opened on). Cheap: a front
+    /// end may ask again whenever something may have changed.
     pub fn policy(&self, session: &SessionId) -> EffectivePolicy {
         let guard = &self.settings.guard;
         let approval = self
@@ -236,13 +237,16 @@ impl Harness {
             .and_then(|p| p.get(session))
             .unwrap_or(self.approval);
         let agent = self.core.registry.get(session);
-        let provider = agent
+        // A person's switch outranks the route the agent was opened on.
+        let switched = self.choices.route(session);
+        let provider = switched
             .as_ref()
-            .and_then(|a| a.options().provider.clone())
+            .map(|r| r.provider.clone())
+            .or_else(|| agent.as_ref().and_then(|a| a.options().provider.clone()))
             .unwrap_or_else(|| self.settings.provider.value.clone());
-        let model = agent
-            .as_ref()
-            .and_then(|a| a.options().model.clone())
+        let model = switched
+            .map(|r| r.model)
+            .or_else(|| agent.as_ref().and_then(|a| a.options().model.clone()))
             .unwrap_or_else(|| self.settings.model.value.clone());
         EffectivePolicy {
             sandbox: guard.sandbox.value,

@@ -104,6 +104,15 @@ impl Planner {
         Ok(settings)
     }
 
+    /// The settings of the route `overrides` names on top of the harness' flags, checked
+    /// like a new session's (a running session switching to it).
+    pub(crate) fn route_settings(
+        &self,
+        overrides: &RouteOverrides,
+    ) -> Result<Arc<Settings>, HarnessError> {
+        self.settings_for(&self.flags_with(overrides))
+    }
+
     fn plan(
         &self,
         settings: Arc<Settings>,

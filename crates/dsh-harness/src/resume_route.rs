@@ -4,8 +4,8 @@
 //! model must not be sent to DeepSeek on resume (a privacy leak) or fail for want of its key,
 //! so every front end that resumes a session (`dsh run --resume`, the chat's and the terminal
 //! UI's `/resume`, an editor's `session/load`) selects the provider and model the session last
-//! used (its latest `request/context`, else its latest `request/header`) unless the person
-//! named others (`--provider`/`--model`), in which case the front end is told so.
+//! used (its latest `request/context`, `request/header` or `route/switched`, the record of a
+//! person's `/model` switch) unless the person named others (`--provider`/`--model`), in which case the front end is told so.
 
 use dsh_session::{EventKind, SessionEvent, SessionId};
 
@@ -21,10 +21,17 @@ pub struct Route {
     pub model: String,
 }
 
-/// The route recorded in `events`: the latest `request/context`, else the latest
-/// `request/header`'s configuration.
+/// The route recorded in `events`: the latest of a `request/context`, a `request/header`'s
+/// configuration and a person's switch (`route/switched`).
 pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
     events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Other { type_name, data } if type_name == crate::switch::ROUTE_EVENT => {
+            let field = |name: &str| data.get(name)?.as_str().map(str::to_owned);
+            Some(Route {
+                provider: field("provider")?,
+                model: field("model")?,
+            })
+        }
         EventKind::RequestContext(c) => Some(Route {
             provider: c.provider.clone(),
             model: c.model.clone(),
@@ -119,6 +126,34 @@ mod tests {
         assert_eq!(o.provider.as_deref(), Some("local"));
         assert_eq!(o.model.as_deref(), Some("big"));
         assert!(notice.is_some());
+    }
+
+    #[test]
+    fn a_persons_switch_is_the_route_until_a_later_request_says_otherwise() {
+        use dsh_session::{RequestContext, SessionEvent};
+        let event = |seq, kind| SessionEvent {
+            seq,
+            time: 0,
+            kind,
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        };
+        let context = |p: &str, m: &str| {
+            EventKind::RequestContext(RequestContext {
+                provider: p.into(),
+                model: m.into(),
+                context_window: None,
+            })
+        };
+        let switch = EventKind::other(
+            crate::switch::ROUTE_EVENT,
+            serde_json::json!({"provider": "local", "model": "qwen"}),
+        );
+        let mut events = vec![event(0, context("deepseek", "v4")), event(1, switch)];
+        assert_eq!(route_of(&events), Some(route("local", "qwen")));
+        events.push(event(2, context("local", "qwen-big")));
+        assert_eq!(route_of(&events), Some(route("local", "qwen-big")));
     }
 
     #[test]

@@ -202,6 +202,7 @@ async fn execute(
         stdin: Some(input),
         // An untrusted workspace's hook is sandboxed whatever the session's mode.
         untrusted,
+        live: None,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;

@@ -1,17 +1,22 @@
 //! One connected server: the MCP session, its process, its current tool list, and calls.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_tools::{ToolError, ToolOutput};
+use dsh_tools::{LivePublisher, ToolError, ToolOutput};
 use parking_lot::Mutex;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpToolDef,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ProgressNotificationParam,
+    ProgressToken, RequestId, ServerResult, Tool as McpToolDef,
 };
-use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, PeerRequestOptions, RequestHandle, RunningService,
+    ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
@@ -45,13 +50,30 @@ pub struct OfferedTool {
     pub parameters: Value,
 }
 
+/// Where a running call's progress reports go, by the progress token of its request.
+type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, LivePublisher>>>;
+
 /// Receives the server's notifications: a tools-list change bumps the wanted generation, and
-/// the server's refresher lists the tools again.
+/// the server's refresher lists the tools again; a progress report goes to the live feed of
+/// the call whose request carried its token.
 struct Handler {
     wanted: watch::Sender<u64>,
+    progress: ProgressSinks,
 }
 
 impl ClientHandler for Handler {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        let publisher = self.progress.lock().get(&params.progress_token).cloned();
+        if let Some(publisher) = publisher {
+            publisher.progress(params.progress, params.total, params.message);
+        }
+        std::future::ready(())
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -93,6 +115,7 @@ pub struct McpServer {
     tools: Mutex<(u64, Arc<Vec<OfferedTool>>)>,
     wanted: watch::Sender<u64>,
     listed: watch::Sender<u64>,
+    progress: ProgressSinks,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -112,8 +135,10 @@ impl McpServer {
         env: &ConnectEnv<'_>,
     ) -> Result<Arc<McpServer>, McpError> {
         let (wanted, _) = watch::channel(0u64);
+        let progress = ProgressSinks::default();
         let handler = Handler {
             wanted: wanted.clone(),
+            progress: progress.clone(),
         };
         let mut process = None;
         let mut stderr = None;
@@ -216,6 +241,7 @@ impl McpServer {
             tools: Mutex::new((0, Arc::new(offer(config, &listed)))),
             wanted,
             listed: watch::channel(0).0,
+            progress,
         });
         tokio::spawn(refresh_on_change(Arc::downgrade(&server)));
         Ok(server)
@@ -248,13 +274,14 @@ impl McpServer {
     }
 
     /// Calls `tool` (its name on the server) with `args`. Cancellation returns `ABORTED` at
-    /// once and the dropped request sends `notifications/cancelled`; so does the tool timeout,
-    /// with its own code.
+    /// once and tells the server `notifications/cancelled`; so does the tool timeout, with its
+    /// own code. The server's progress reports for this call go to `progress`'s live feed.
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Value,
         cancel: &CancellationToken,
+        progress: Option<LivePublisher>,
     ) -> Result<ToolOutput, ToolError> {
         let arguments = match args {
             Value::Object(map) => Some(map),
@@ -270,25 +297,49 @@ impl McpServer {
         params.arguments = arguments;
         let timeout = self.config.tool_timeout;
         let server = &self.config.name;
-        tokio::select! {
+        let failed = |error: ServiceError| {
+            ToolError::coded(
+                "McpCallError",
+                MCP_CALL_FAILED,
+                format!("MCP server `{server}` failed the call of `{tool}`: {error}"),
+            )
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // A request handle (not `call_tool`) so the call's progress token is known before an
+        // answer comes; the guards below keep what dropping `call_tool` did.
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(failed)?;
+        let _sink = progress.map(|p| ProgressSink::register(&self.progress, &handle, p));
+        let mut pending = CancelOnDrop {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let outcome = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(ToolError::aborted()),
-            outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)) => match outcome {
-                Ok(Ok(result)) => Ok(to_output(server, tool, result)),
-                Ok(Err(error)) => Err(ToolError::coded(
-                    "McpCallError",
-                    MCP_CALL_FAILED,
-                    format!("MCP server `{server}` failed the call of `{tool}`: {error}"),
-                )),
-                Err(_) => Err(ToolError::coded(
+            () = cancel.cancelled() => return Err(ToolError::aborted()),
+            outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
+        };
+        let answer = match outcome {
+            Ok(answer) => answer,
+            Err(_) => {
+                return Err(ToolError::coded(
                     "McpTimeoutError",
                     MCP_TOOL_TIMEOUT,
                     format!(
                         "MCP tool `{tool}` of server `{server}` did not answer within {timeout:?} \
                          (tool_timeout_sec); the call was cancelled"
                     ),
-                )),
-            },
+                ));
+            }
+        };
+        // Answered (or failed by the connection): nothing left to cancel.
+        pending.id = None;
+        match answer.map_err(failed)? {
+            ServerResult::CallToolResult(result) => Ok(to_output(server, tool, result)),
+            _ => Err(failed(ServiceError::UnexpectedResponse)),
         }
     }
 
@@ -301,6 +352,60 @@ impl McpServer {
         let process = self.process.lock().take();
         if let Some(process) = process {
             process.stop().await;
+        }
+    }
+}
+
+/// A call's progress sink, registered under its request's progress token while the call
+/// runs.
+struct ProgressSink {
+    sinks: ProgressSinks,
+    token: ProgressToken,
+}
+
+impl ProgressSink {
+    fn register(
+        sinks: &ProgressSinks,
+        handle: &RequestHandle<RoleClient>,
+        publisher: LivePublisher,
+    ) -> Self {
+        sinks
+            .lock()
+            .insert(handle.progress_token.clone(), publisher);
+        Self {
+            sinks: sinks.clone(),
+            token: handle.progress_token.clone(),
+        }
+    }
+}
+
+impl Drop for ProgressSink {
+    fn drop(&mut self) {
+        self.sinks.lock().remove(&self.token);
+    }
+}
+
+/// Tells the server a request is abandoned (cancelled, timed out) unless it was answered:
+/// what dropping rmcp's `call_tool` future did.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let notice = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("cancelled by dsh".into()),
+        ));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.send_notification(notice.into()).await;
+            });
         }
     }
 }

@@ -13,6 +13,8 @@
 //! - `extra` (after `grow`): answers `extra`.
 //! - `env`: answers the names of its environment variables, one per line.
 //! - `image`: answers a one-pixel PNG image block.
+//! - `progress {steps}`: reports `i/steps` (`step i`) through `notifications/progress` for
+//!   each step, then answers `progressed`.
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
@@ -30,7 +32,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ImageContent,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, TextContent, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, TextContent, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -119,6 +122,11 @@ impl TestServer {
             ),
             Tool::new("env", "Lists its environment's names.", object(json!({}))),
             Tool::new("image", "Answers an image.", object(json!({}))),
+            Tool::new(
+                "progress",
+                "Reports progress step by step.",
+                object(json!({"steps": {"type": "integer"}})),
+            ),
             Tool::new(
                 "write_file",
                 "Writes text to a file.",
@@ -210,6 +218,18 @@ impl ServerHandler for TestServer {
                 ))])
                 .into(),
             ),
+            "progress" => {
+                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(2);
+                if let Some(token) = context.meta.get_progress_token() {
+                    for i in 1..=steps {
+                        let report = ProgressNotificationParam::new(token.clone(), i as f64)
+                            .with_total(steps as f64)
+                            .with_message(format!("step {i}"));
+                        let _ = context.peer.notify_progress(report).await;
+                    }
+                }
+                Ok(text("progressed"))
+            }
             "write_file" => {
                 let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
                 let body = args.get("text").and_then(Value::as_str).unwrap_or_default();

@@ -31,7 +31,12 @@ impl Tool for McpTool {
 
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         self.server
-            .call(&self.offered.remote, args, call.cancel())
+            .call(
+                &self.offered.remote,
+                args,
+                call.cancel(),
+                call.live_publisher(),
+            )
             .await
     }
 

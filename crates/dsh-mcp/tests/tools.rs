@@ -31,6 +31,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
             "mcp__t__fail",
             "mcp__t__grow",
             "mcp__t__image",
+            "mcp__t__progress",
             "mcp__t__slow",
             "mcp__t__write_file"
         ]
@@ -154,4 +155,55 @@ async fn enabled_and_disabled_tools_filter_what_is_offered() {
     let statuses = w.servers().statuses();
     assert_eq!(statuses[0].tools, ["mcp__only__echo"]);
     assert_eq!(statuses[1].state, ServerState::Disabled);
+}
+
+#[tokio::test]
+async fn a_servers_progress_reports_reach_the_live_feed_of_the_call() {
+    use dsh_session::{LiveUpdate, SessionLiveFired};
+    let w = world_with(vec![test_server("t", &[])]).await;
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let _live = w
+        .ctx
+        .on_global::<SessionLiveFired>(move |n| {
+            let _ = tx.send(n.update.clone());
+        })
+        .unwrap();
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__progress",
+            r#"{"steps":3}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(
+        tool_results(handle.agent()),
+        [("c1".to_owned(), "progressed".to_owned(), false, None)]
+    );
+    let mut reports = Vec::new();
+    while reports.len() < 3 {
+        let update = tokio::time::timeout(common::PATIENCE, seen.recv())
+            .await
+            .expect("three progress reports")
+            .unwrap();
+        if let LiveUpdate::ToolProgress {
+            call_id,
+            progress,
+            total,
+            message,
+        } = update
+        {
+            assert_eq!(call_id.as_str(), "c1");
+            reports.push((progress, total, message));
+        }
+    }
+    assert_eq!(
+        reports,
+        [
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
+    );
 }

@@ -193,6 +193,19 @@ pub struct ToolResult {
     pub meta: Option<Value>,
 }
 
+/// `session/rewind`: the conversation goes back to where it was just before turn `to_turn`
+/// started. The log stays append-only: the rewound turns remain in it (a fork made earlier,
+/// `dsh sessions show`, the turn's checkpoints), but the model's history
+/// ([`crate::Session::derive_messages`]) is the surface as it stood at that turn's
+/// `turn/start`, and new turns continue from there. Only valid between turns, and only for a
+/// turn that is still part of the history (not rewound already).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rewind {
+    /// The first turn taken out of the history.
+    pub to_turn: u64,
+}
+
 /// Why a `request/header` snapshot was logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -296,6 +309,8 @@ pub enum EventKind {
     SessionEndSeed,
     /// `agent/inbox/spliced`
     InboxSpliced(InboxSplice),
+    /// `session/rewind`
+    Rewind(Rewind),
     /// Any other (plugin-owned) type, carried verbatim.
     Other {
         /// The event type name.
@@ -333,6 +348,8 @@ pub mod names {
     pub const SESSION_END_SEED: &str = "session/end-seed";
     /// `agent/inbox/spliced`
     pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
+    /// `session/rewind`
+    pub const SESSION_REWIND: &str = "session/rewind";
 }
 
 /// Plugin-owned event types a reader accepts without the `ignorable` flag. A log carrying any
@@ -358,6 +375,8 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "subagent/end",
     "tool/code-dispatch-start",
     "tool/code-dispatch",
+    "checkpoint/created",
+    "checkpoint/restored",
 ];
 
 /// The core type names, each read back as its typed [`EventKind`]: every reader understands
@@ -376,6 +395,7 @@ pub const CORE_EVENT_TYPES: &[&str] = &[
     names::REQUEST_CONTEXT,
     names::SESSION_END_SEED,
     names::INBOX_SPLICED,
+    names::SESSION_REWIND,
 ];
 
 /// Legacy vocabulary that must be rejected rather than misread.
@@ -399,6 +419,7 @@ impl EventKind {
             Self::RequestContext(_) => REQUEST_CONTEXT,
             Self::SessionEndSeed => SESSION_END_SEED,
             Self::InboxSpliced(_) => INBOX_SPLICED,
+            Self::Rewind(_) => SESSION_REWIND,
             Self::Other { type_name, .. } => type_name,
         }
     }
@@ -454,6 +475,7 @@ impl EventKind {
             Self::RequestContext(d) => map.serialize_entry("data", d),
             Self::SessionEndSeed => map.serialize_entry("data", &serde_json::Map::new()),
             Self::InboxSpliced(d) => map.serialize_entry("data", d),
+            Self::Rewind(d) => map.serialize_entry("data", d),
             Self::Other { data, .. } => map.serialize_entry("data", data),
         }
     }
@@ -490,6 +512,7 @@ impl EventKind {
                 Self::SessionEndSeed
             }
             INBOX_SPLICED => Self::InboxSpliced(Deserialize::deserialize(d)?),
+            SESSION_REWIND => Self::Rewind(Deserialize::deserialize(d)?),
             other => Self::Other {
                 type_name: other.to_owned(),
                 data: Deserialize::deserialize(d)?,

@@ -10,6 +10,8 @@
 //!   surface operations, synchronous ordered publication and incremental derived history.
 //! - [`SessionStore`]: prepare / enter / announce / detach, bound to the exact entry, with the
 //!   `session/created`, `session/disposed`, `session/event` and `session/flush` events.
+//! - The live feed (`session/live`, [`LiveUpdate`]): work in progress a front end shows and
+//!   nothing logs.
 //! - [`fork_seed`], [`interrupted_turn_closers`] and [`check_balanced`].
 
 pub mod attachments;
@@ -18,12 +20,14 @@ pub mod event;
 pub mod fork;
 pub mod header;
 pub mod ids;
+pub mod live;
 pub mod lossless;
 pub mod message;
 pub mod persistence;
 mod phrases;
 pub mod relations;
 pub mod repair;
+pub mod rewind;
 mod session;
 pub mod store;
 pub mod stream;
@@ -34,13 +38,14 @@ pub use attachments::{AttachmentError, Attachments, attachment_digest, image_med
 pub use error::SessionError;
 pub use event::{
     AssistantChunk, AssistantMessage, CancelCause, EventKind, HeaderReason, InboxSplice,
-    InboxTarget, RequestContext, RequestHeader, RequestHeaderEvent, SessionEvent, SpliceOutcome,
-    StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd, TurnEndReason,
-    TurnStart,
+    InboxTarget, RequestContext, RequestHeader, RequestHeaderEvent, Rewind, SessionEvent,
+    SpliceOutcome, StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd,
+    TurnEndReason, TurnStart,
 };
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
+pub use live::{LiveNotice, LiveUpdate, SessionLiveFired};
 pub use message::{
     ContentBlock, ImageRef, Message, MessageSource, NOTICE_SUMMARY_CHARS, Role, clip_chars,
 };
@@ -49,6 +54,7 @@ pub use persistence::{
 };
 pub use relations::{RelationChecker, check_relation, relational_validator};
 pub use repair::{check_balanced, interrupted_turn_closers};
+pub use rewind::{history_events, is_rewound, rewound_ranges};
 pub use session::{EventDraft, Session, Validator};
 pub use store::{
     SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,

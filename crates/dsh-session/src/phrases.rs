@@ -27,7 +27,9 @@ impl TurnEndReason {
 }
 
 impl ToolResult {
-    /// The result's text (what the model reads) and whether it is an error.
+    /// The result's text (what the model reads) and whether it is an error. Text blocks are
+    /// joined on line boundaries: a note a plugin appended (the guard's `[sandbox] …`) starts
+    /// its own line even when the output before it did not end with one.
     pub fn text_and_error(&self) -> (String, bool) {
         let (text, is_error) = self
             .message
@@ -36,13 +38,16 @@ impl ToolResult {
             .find_map(|b| match b {
                 ContentBlock::ToolResult {
                     content, is_error, ..
-                } => Some((
-                    content
-                        .iter()
-                        .filter_map(ContentBlock::as_text)
-                        .collect::<String>(),
-                    *is_error,
-                )),
+                } => {
+                    let mut text = String::new();
+                    for block in content.iter().filter_map(ContentBlock::as_text) {
+                        if !text.is_empty() && !text.ends_with('\n') {
+                            text.push('\n');
+                        }
+                        text.push_str(block);
+                    }
+                    Some((text, *is_error))
+                }
                 _ => None,
             })
             .unwrap_or_default();
@@ -56,9 +61,19 @@ impl ToolResult {
             return format!("error {}", e.code);
         }
         let (text, is_error) = self.text_and_error();
-        let last = text.trim_end().lines().last().unwrap_or("").trim();
+        // The run's own marker ends its output; notes appended after it (`[sandbox] …`) are
+        // not the outcome.
+        let last = text
+            .trim_end()
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.starts_with("[sandbox]"))
+            .unwrap_or("");
         if is_error {
             let first = text.lines().next().unwrap_or("").trim();
+            // Error results read `Error: …` for the model; the phrase says `error:` once.
+            let first = first.strip_prefix("Error: ").unwrap_or(first);
             return format!("error: {}", clip_chars(first, 80));
         }
         if let Some(code) = last
@@ -77,5 +92,50 @@ impl ToolResult {
             return "timed out".to_owned();
         }
         "ok".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ids::CallId;
+    use crate::message::Message;
+
+    fn result(blocks: &[&str], is_error: bool) -> ToolResult {
+        ToolResult {
+            turn: 1,
+            step: 1,
+            message: Arc::new(Message::tool_result(
+                CallId::new("c"),
+                blocks.iter().map(|b| ContentBlock::text(*b)).collect(),
+                is_error,
+            )),
+            error: None,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn an_appended_note_starts_its_own_line_and_is_not_the_outcome() {
+        let r = result(
+            &[
+                "bash: /etc/x: Permission denied\n[exit code: 1]",
+                "[sandbox] write to /etc/x blocked",
+            ],
+            false,
+        );
+        assert_eq!(
+            r.text_and_error().0,
+            "bash: /etc/x: Permission denied\n[exit code: 1]\n[sandbox] write to /etc/x blocked"
+        );
+        assert_eq!(r.outcome(), "exit 1");
+    }
+
+    #[test]
+    fn an_error_outcome_says_error_once() {
+        let r = result(&["Error: the user rejected tool `bash`"], true);
+        assert_eq!(r.outcome(), "error: the user rejected tool `bash`");
     }
 }

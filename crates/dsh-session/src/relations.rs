@@ -122,6 +122,9 @@ impl RelationChecker {
                     ));
                 }
             }
+            EventKind::Rewind(_) if self.open_turn.is_some() => {
+                return Err("session/rewind inside an open turn".into());
+            }
             EventKind::RequestHeader(_) | EventKind::RequestContext(_)
                 if self.open_turn.is_none() =>
             {

@@ -240,6 +240,18 @@ impl Session {
         self.state.lock().last_turn
     }
 
+    /// The turns of the current history, oldest first: every turn opened, less those a
+    /// `session/rewind` took out. These are the turns a rewind may go back to.
+    pub fn history_turns(&self) -> Vec<u64> {
+        self.state
+            .lock()
+            .surface
+            .timeline
+            .iter()
+            .map(|m| m.turn)
+            .collect()
+    }
+
     /// The turn that is open at the end of the log, if any.
     pub fn open_turn(&self) -> Option<u64> {
         self.state.lock().open_turn
@@ -480,6 +492,18 @@ fn validate(state: &State, event: &SessionEvent) -> Result<(), String> {
     }
     if let Some(SurfaceOp::Replace { start, end }) = event.surface_op {
         validate_replace(state, event, start, end)?;
+    }
+    if let EventKind::Rewind(r) = &event.kind {
+        if let Some(open) = state.open_turn {
+            return Err(format!("a rewind cannot happen inside turn {open}"));
+        }
+        if state.surface.mark_of(r.to_turn).is_none() {
+            return Err(format!(
+                "turn {} is not part of the session's history (never started, or rewound \
+                 already)",
+                r.to_turn
+            ));
+        }
     }
     validate_shape(&event.kind)
 }

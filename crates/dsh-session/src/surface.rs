@@ -4,6 +4,11 @@
 //! `tool/result`) after replacements. Derived history, the folded request header and the
 //! latest request context are kept up to date on every append, so reading them costs the same
 //! at step 1000 as at step 1.
+//!
+//! A `session/rewind` sets the surface back to what it was at a turn's `turn/start`. Appends
+//! only ever push nodes, so that surface is a prefix of the node list of its generation: each
+//! turn's mark remembers its generation and prefix length, and every replacement keeps the
+//! node list it ends, so a rewind costs one copy of the nodes, never a replay of the log.
 
 use std::sync::Arc;
 
@@ -23,6 +28,22 @@ pub(crate) struct Surface {
     pub(crate) header: Option<Arc<RequestHeader>>,
     /// Latest `request/context`.
     pub(crate) context: Option<RequestContext>,
+    /// The turns of the current history, in order, with where the surface stood when each
+    /// started.
+    pub(crate) timeline: Vec<TurnMark>,
+    /// The node list each earlier generation ended with (index = generation).
+    pub(crate) ended: Vec<Vec<u64>>,
+}
+
+/// Where the surface stood when a turn started.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TurnMark {
+    /// The turn.
+    pub(crate) turn: u64,
+    /// The surface generation then.
+    pub(crate) generation: u64,
+    /// How many nodes the surface had then.
+    pub(crate) len: usize,
 }
 
 /// The message a surface event projects to, if any.
@@ -36,6 +57,26 @@ impl Surface {
         match &event.kind {
             EventKind::RequestHeader(h) => self.header = Some(Arc::new(h.header.clone())),
             EventKind::RequestContext(c) => self.context = Some(c.clone()),
+            EventKind::TurnStart(t) => self.timeline.push(TurnMark {
+                turn: t.turn,
+                generation: self.generation,
+                len: self.nodes.len(),
+            }),
+            EventKind::Rewind(r) => {
+                // Validation proved the turn is in the timeline.
+                let Some(i) = self.mark_of(r.to_turn) else {
+                    return;
+                };
+                let mark = self.timeline[i];
+                let nodes = match self.ended.get(mark.generation as usize) {
+                    Some(ended) => ended[..mark.len].to_vec(),
+                    None => self.nodes[..mark.len].to_vec(),
+                };
+                self.timeline.truncate(i);
+                self.ended.push(std::mem::replace(&mut self.nodes, nodes));
+                self.generation += 1;
+                self.reproject(events);
+            }
             _ => {}
         }
         match event.surface_op {
@@ -51,16 +92,27 @@ impl Surface {
                 let (Some(i), Some(j)) = (self.index_of(start), self.index_of(end)) else {
                     return;
                 };
+                self.ended.push(self.nodes.clone());
                 self.nodes.splice(i..=j, [event.seq]);
                 self.generation += 1;
-                self.derived = self
-                    .nodes
-                    .iter()
-                    .filter_map(|seq| events.get(*seq as usize))
-                    .filter_map(|e| project(&e.kind).cloned())
-                    .collect();
+                self.reproject(events);
             }
         }
+    }
+
+    /// Derives the messages of the current nodes again.
+    fn reproject(&mut self, events: &[Arc<SessionEvent>]) {
+        self.derived = self
+            .nodes
+            .iter()
+            .filter_map(|seq| events.get(*seq as usize))
+            .filter_map(|e| project(&e.kind).cloned())
+            .collect();
+    }
+
+    /// Position of `turn` in the current history.
+    pub(crate) fn mark_of(&self, turn: u64) -> Option<usize> {
+        self.timeline.iter().rposition(|m| m.turn == turn)
     }
 
     /// Position of surface node `seq`.

@@ -84,9 +84,12 @@ impl TodoWrite {
 /// there is none. A malformed record (another implementation's shape) is skipped rather than
 /// clearing the list.
 pub fn current_todos(events: &[std::sync::Arc<SessionEvent>]) -> Vec<TodoItem> {
+    // A list written in a rewound turn is no longer the agent's.
+    let rewound = crate::rewind::rewound_ranges(events);
     events
         .iter()
         .rev()
+        .filter(|e| !crate::rewind::is_rewound(&rewound, e.seq))
         .find_map(|e| TodoWrite::of(e))
         .map(|w| w.todos)
         .unwrap_or_default()

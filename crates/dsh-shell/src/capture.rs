@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::live::LiveOutput;
 use crate::result::CapturedOutput;
 use crate::spill::Spill;
 
@@ -186,7 +187,8 @@ fn is_continuation(byte: u8) -> bool {
     byte & 0b1100_0000 == 0b1000_0000
 }
 
-/// Copies `reader` into `tail` (and, once the tail overflows, into `spill`) until end of file.
+/// Copies `reader` into `tail` (and, once the tail overflows, into `spill`; and to `live`, when
+/// a front end watches) until end of file.
 ///
 /// The spill is updated before the tail so that a reader who sees truncated output also sees
 /// the spill path. A read error ends the stream like end of file: the process is being reaped
@@ -195,6 +197,7 @@ pub(crate) async fn pump(
     mut reader: impl AsyncRead + Unpin,
     tail: Arc<StreamTail>,
     mut spill: Spill,
+    live: Option<LiveOutput>,
 ) {
     let mut buf = vec![0u8; CHUNK];
     loop {
@@ -210,6 +213,9 @@ pub(crate) async fn pump(
         let chunk = &buf[..n];
         spill.accept(&tail, chunk).await;
         tail.push(chunk);
+        if let Some(live) = &live {
+            live.accept(chunk);
+        }
     }
     spill.finish(&tail).await;
     tail.close();

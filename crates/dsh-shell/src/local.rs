@@ -127,6 +127,7 @@ impl LocalShellExecutor {
             max_output_bytes: self.config.max_output_bytes,
             max_spill_bytes: self.config.max_spill_bytes,
             spill_dir: self.spill_dir.clone(),
+            live: spec.live.clone(),
         };
         CommandProcess::spawn(&launch, &limits, self.supervision.as_deref())
     }
@@ -220,8 +221,10 @@ impl ShellExecutor for LocalShellExecutor {
         }
     }
 
-    async fn start(&self, spec: ShellExecSpec) -> Result<TaskId, ShellError> {
+    async fn start(&self, mut spec: ShellExecSpec) -> Result<TaskId, ShellError> {
         preflight(&spec)?;
+        // A background task's output is read on request (`read_output`), never pushed.
+        spec.live = None;
         let mut state = self.state.lock();
         let process = self.spawn(&state, &spec)?;
         state.last_task += 1;

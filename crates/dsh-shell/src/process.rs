@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::capture::{StreamTail, pump};
 use crate::error::ShellError;
+use crate::live::LiveOutput;
 use crate::spill::{Spill, SpillDir};
 use crate::supervise::{self, JobIo, JobKind, Report, ReportStatus, SuperviseRequest, Supervision};
 use crate::supervisor::{self, Supervisor};
@@ -156,6 +157,8 @@ pub(crate) struct OutputLimits {
     pub max_output_bytes: usize,
     pub max_spill_bytes: u64,
     pub spill_dir: Arc<SpillDir>,
+    /// Also fed every chunk as it is read (foreground runs that asked for it).
+    pub live: Option<LiveOutput>,
 }
 
 /// A running command. Dropping it drops the lifeline, so the supervisor kills the group and the
@@ -427,8 +430,18 @@ fn pumps_for(
     let stderr = Arc::new(StreamTail::new(limits.max_output_bytes));
     let spill = |label| Spill::new(limits.spill_dir.clone(), label, limits.max_spill_bytes);
     let pumps = [
-        tokio::spawn(pump(out, stdout.clone(), spill("stdout"))),
-        tokio::spawn(pump(err, stderr.clone(), spill("stderr"))),
+        tokio::spawn(pump(
+            out,
+            stdout.clone(),
+            spill("stdout"),
+            limits.live.clone(),
+        )),
+        tokio::spawn(pump(
+            err,
+            stderr.clone(),
+            spill("stderr"),
+            limits.live.clone(),
+        )),
     ];
     (stdout, stderr, pumps)
 }

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ShellConfig;
 use crate::error::ShellError;
+use crate::live::LiveOutput;
 
 /// What a caller (usually the bash tool) asks for; every field but `command` may be left out.
 ///
@@ -43,6 +44,10 @@ pub struct ShellExecRequest {
     /// runs sandboxed even when the session's mode is `danger-full-access` (`workspace-write`
     /// at most). Meaningless without a [`Supervision`](crate::Supervision).
     pub untrusted: bool,
+    /// Fed the output of a foreground run as it arrives (a front end shows it live); the
+    /// result is the same with or without it. Ignored by background tasks, whose output is
+    /// read with [`read_output`](crate::ShellExecutor::read_output).
+    pub live: Option<LiveOutput>,
 }
 
 impl ShellExecRequest {
@@ -84,6 +89,8 @@ pub struct ShellExecSpec {
     pub stdin: Option<Vec<u8>>,
     /// Sandboxed whatever the session's mode (see [`ShellExecRequest::untrusted`]).
     pub untrusted: bool,
+    /// Fed the output of a foreground run as it arrives (ignored by `start`).
+    pub live: Option<LiveOutput>,
 }
 
 /// Applies `config` to `req`: the shared implementation behind
@@ -113,6 +120,7 @@ pub fn resolve_request(
         workspace: req.workspace,
         stdin: req.stdin,
         untrusted: req.untrusted,
+        live: req.live,
     })
 }
 

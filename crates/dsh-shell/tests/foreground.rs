@@ -407,3 +407,50 @@ async fn a_nul_byte_in_the_command_is_an_invalid_command_saying_so() {
     assert!(matches!(err, ShellError::InvalidCommand(_)), "{err:?}");
     assert!(err.to_string().contains("NUL byte"), "{err}");
 }
+
+#[tokio::test]
+async fn live_output_arrives_while_the_command_runs_and_the_result_is_unchanged() {
+    let exec = executor();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate.fifo");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let (tx, mut chunks) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let req = ShellExecRequest {
+        env: vec![("GATE".into(), gate.to_str().unwrap().into())],
+        live: Some(dsh_shell::LiveOutput::new(move |chunk| {
+            let _ = tx.send(chunk.to_vec());
+        })),
+        ..ShellExecRequest::new("echo first; echo warn >&2; read -r _ < \"$GATE\"; echo second")
+    };
+    let spec = spec(&exec, req);
+    let run = tokio::spawn(async move { exec.run(spec).await });
+    // Both lines written before the gate arrive while the command still waits on it.
+    let mut seen = String::new();
+    while !(seen.contains("first\n") && seen.contains("warn\n")) {
+        let chunk = tokio::time::timeout(PATIENCE, chunks.recv())
+            .await
+            .expect("live output before the command ends")
+            .unwrap();
+        seen.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(
+        !run.is_finished(),
+        "the command is still waiting on its gate"
+    );
+    tokio::task::spawn_blocking(move || std::fs::write(gate, "go\n"))
+        .await
+        .unwrap()
+        .unwrap();
+    let result = tokio::time::timeout(PATIENCE, run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    while let Ok(chunk) = chunks.try_recv() {
+        seen.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert_eq!(result.stdout.text, "first\nsecond\n");
+    assert_eq!(result.stderr.text, "warn\n");
+    assert!(seen.ends_with("second\n"), "{seen:?}");
+    assert_eq!(seen.len(), "first\nwarn\nsecond\n".len());
+}

@@ -55,6 +55,7 @@ mod script;
 mod scripted;
 pub mod sse;
 mod tagged;
+mod tree;
 pub mod validity;
 
 pub use binary::dsh_binary;
@@ -68,3 +69,4 @@ pub use reads::split_reads;
 pub use script::{Script, Step};
 pub use scripted::{ScriptedAdapter, ScriptedRequest};
 pub use tagged::Tag;
+pub use tree::workspace_tree;

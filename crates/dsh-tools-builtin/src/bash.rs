@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dsh_kernel::Context;
-use dsh_shell::{ShellError, ShellExecRequest};
+use dsh_shell::{LiveOutput, ShellError, ShellExecRequest};
 use dsh_tools::{
     ToolCallContext, ToolCallResult, ToolEffects, ToolError, ToolOutput, ToolPresentation,
     TypedTool,
@@ -168,6 +168,9 @@ impl TypedTool for BashTool {
         let workdir = workdir_of(args.workdir.as_deref(), call)?;
         let executor = executor(&self.ctx, call.caller())?;
         let background = args.run_in_background;
+        // A foreground command's output is shown while it runs (the live feed); a background
+        // task's is read with `bash_output`.
+        let live = if background { None } else { call.live_output() };
         let request = ShellExecRequest {
             command: args.command,
             workdir,
@@ -186,6 +189,10 @@ impl TypedTool for BashTool {
             workspace: call.caller().and_then(|c| c.cwd.clone()),
             stdin: None,
             untrusted: false,
+            live: live.as_ref().map(|feed| {
+                let push = feed.pusher();
+                LiveOutput::new(move |chunk| push.push(chunk))
+            }),
         };
         let spec = executor.resolve(request).map_err(shell_failure)?;
         if background {
@@ -196,7 +203,12 @@ impl TypedTool for BashTool {
             let id = executor.start(spec).await.map_err(shell_failure)?;
             return Ok(ToolOutput::text(format!("started background task {id}")));
         }
-        let result = executor.run(spec).await.map_err(shell_failure)?;
+        let result = executor.run(spec).await;
+        if let Some(feed) = live {
+            // Every live update is out before the result is.
+            feed.finish().await;
+        }
+        let result = result.map_err(shell_failure)?;
         if result.aborted {
             let error = if call.is_cancelled() {
                 ToolError::aborted()

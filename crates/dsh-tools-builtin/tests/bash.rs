@@ -408,3 +408,69 @@ async fn without_a_shell_executor_bash_fails_clearly() {
         "Error: no shell executor is available in this runtime"
     );
 }
+
+#[tokio::test]
+async fn a_commands_output_is_published_live_while_it_runs_and_before_its_result() {
+    use dsh_session::{LiveUpdate, SessionLiveFired};
+    use dsh_tools::{ToolResultNotice, ToolsResult};
+
+    let w = world().await;
+    let dir = tempdir();
+    let gate = dir.path().join("gate.fifo");
+    nix::unistd::mkfifo(&gate, Mode::from_bits_truncate(0o600)).unwrap();
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let live_tx = tx.clone();
+    let _live = w
+        .ctx
+        .on_global::<SessionLiveFired>(move |n| {
+            if let LiveUpdate::ToolOutput { text, call_id, .. } = &n.update {
+                assert_eq!(call_id.as_str(), "call-1");
+                let _ = live_tx.send(format!("live:{text}"));
+            }
+        })
+        .unwrap();
+    let _result = w
+        .ctx
+        .on_global::<ToolsResult>(move |_n: &ToolResultNotice| {
+            let _ = tx.send("result".to_owned());
+        })
+        .unwrap();
+    let caller = w.caller("session-a");
+    let command = format!(
+        "echo tick-1; read -r _ < {}; echo tick-2",
+        gate.to_str().unwrap()
+    );
+    let call = {
+        let runtime = w.runtime.clone();
+        let exec = dsh_tools::ToolExec::new(
+            dsh_session::CallId::new("call-1"),
+            "bash",
+            bash(&command).to_string(),
+            Some(caller),
+            CancellationToken::new(),
+        );
+        tokio::spawn(async move { runtime.run(&exec).await })
+    };
+    let first = tokio::time::timeout(PATIENCE, seen.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first, "live:tick-1\n");
+    assert!(!call.is_finished(), "shown while the command still runs");
+    tokio::task::spawn_blocking(move || std::fs::write(gate, "go\n"))
+        .await
+        .unwrap()
+        .unwrap();
+    let result = tokio::time::timeout(PATIENCE, call).await.unwrap().unwrap();
+    assert_eq!(result.text(), "tick-1\ntick-2\n");
+    let mut rest = Vec::new();
+    while let Ok(item) = seen.try_recv() {
+        rest.push(item);
+    }
+    assert_eq!(
+        rest,
+        ["live:tick-2\n", "result"],
+        "every live update precedes the result"
+    );
+    w.shutdown().await;
+}

@@ -21,6 +21,7 @@ mod error;
 mod events;
 mod exec;
 mod file_access;
+mod live;
 mod output;
 mod pipeline;
 mod plugin;
@@ -46,6 +47,7 @@ pub use events::{
 };
 pub use exec::{ExecView, ToolExec, parse_arguments};
 pub use file_access::{FileAccess, FileAccessError};
+pub use live::{LIVE_INTERVAL, LIVE_PENDING_MAX, LiveOutputFeed, LivePublisher, LivePusher};
 pub use output::ToolOutput;
 pub use pipeline::{Dispatched, Prepared};
 pub use plugin::ToolsPlugin;

@@ -1,5 +1,8 @@
 //! Frame render time with a 5,000-row transcript at 120×40: prints p50/p95/max for a full
-//! layout (cold caches), a one-key frame, a streaming frame (one delta) and a resize.
+//! layout (cold caches), a one-key frame, a streaming frame (one delta) and a resize, with
+//! syntax highlighting on (every code block and diff of the transcript is highlighted in the
+//! background after the first layout; that time is printed apart). `RENDER_BENCH_PLAIN=1`
+//! measures without highlighting.
 //!
 //! `cargo bench -p dsh-tui --bench render`. The goal: a keystroke reaches the screen within
 //! 16 ms; a streaming frame at 200 tokens/s stays well under that.
@@ -61,7 +64,7 @@ fn transcript() -> Vec<Arc<SessionEvent>> {
             )))),
         ));
         let answer = format!(
-            "## Round {round}\n\nI looked at **the code** and `the tests`. Here is what I found:\n\n- one item that is long enough to wrap around the edge of a wide terminal, then some more words\n- two\n- three\n\n```rust\nfn main() {{\n    println!(\"hello\");\n}}\n```\n\nA closing paragraph with several sentences. It keeps going for a while so that it wraps.\n"
+            "## Round {round}\n\nI looked at **the code** and `the tests`. Here is what I found:\n\n- one item that is long enough to wrap around the edge of a wide terminal, then some more words\n- two\n- three\n\n```rust\n// round {round}\nfn main() {{\n    let greeting = \"hello\"; // a comment\n    println!(\"{{greeting}} {round}\");\n}}\n```\n\nA closing paragraph with several sentences. It keeps going for a while so that it wraps.\n"
         );
         events.push(delta(next(), &answer));
         let id = format!("c{round}");
@@ -91,8 +94,10 @@ fn transcript() -> Vec<Arc<SessionEvent>> {
             }),
         ));
         let edit = format!("e{round}");
-        let old: String = (0..10).map(|i| format!("line {i}\n")).collect();
-        let new = old.replace("line 5", "line five");
+        let old: String = (0..10)
+            .map(|i| format!("let line_{i} = \"round {round}\"; // {i}\n"))
+            .collect();
+        let new = old.replace("line_5", "line_five");
         events.push(event(
             next(),
             EventKind::ToolCall(ToolCall {
@@ -120,6 +125,17 @@ fn stats(name: &str, mut samples: Vec<Duration>) {
 }
 
 fn main() {
+    let highlighting = std::env::var_os("RENDER_BENCH_PLAIN").is_none();
+    if highlighting {
+        let t = Instant::now();
+        dsh_tui::highlight::load_now();
+        println!(
+            "syntax highlighting: loaded in {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    } else {
+        println!("syntax highlighting: off (RENDER_BENCH_PLAIN)");
+    }
     let events = transcript();
     let now = Instant::now();
     let info = HostInfo {
@@ -130,6 +146,26 @@ fn main() {
     };
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
 
+    let mut terminal_first = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    {
+        // The first layout highlights every block once; later layouts find them cached.
+        let mut app = App::new(info.clone(), Vec::new());
+        app.open(SessionId::new("bench"), &events, now);
+        let t = Instant::now();
+        terminal_first
+            .draw(|f| dsh_tui::view::draw(f, &mut app, now))
+            .unwrap();
+        println!(
+            "first layout (blocks queued for highlighting): {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let t = Instant::now();
+        dsh_tui::highlight::settle();
+        println!(
+            "background highlighting of every block: {:.1} ms (off the UI thread)",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let mut full = Vec::new();
     let mut rows = 0;
     for _ in 0..20 {

@@ -14,7 +14,8 @@ use dsh_session::{EventKind, MessageId, MessageSource, SessionEvent, SessionId};
 use crate::approval::{Answer, Ask, Card};
 use crate::commands::{self, COMMANDS, Command, Submitted};
 use crate::composer::Composer;
-use crate::host::{HostInfo, SessionEntry};
+use crate::host::{HostInfo, ModelChoice, SessionEntry};
+pub use crate::picker::{ModelPicker, Picker};
 use crate::transcript::Transcript;
 
 /// A second Ctrl+C within this window exits.
@@ -39,10 +40,29 @@ pub enum Effect {
     Exit,
     /// Start a new session.
     New,
-    /// Resume a stored session.
-    Resume(SessionId),
+    /// Resume the stored session an id or a unique prefix names (else open the picker
+    /// filtered by it); a failure leaves the open session as it is.
+    Resume(String),
     /// List stored sessions for the picker.
     ListSessions,
+    /// `/compact [focus]` (the agent is idle).
+    Compact(Option<String>),
+    /// Stop the command in progress (a compaction).
+    CancelBusy,
+    /// `/context`: ask the host what fills the window.
+    Context,
+    /// `/model ID`: switch the session's model (and provider).
+    SwitchModel(ModelChoice),
+    /// `/mode POLICY`: switch the session's approval policy (`None`: the configured one).
+    SetApproval(Option<String>),
+    /// `/export [PATH]`: write the transcript as Markdown.
+    Export(Option<String>),
+    /// Ctrl+Z: give the terminal back and stop until resumed.
+    Suspend,
+    /// List the session's turns for the rewind picker.
+    ListTurns,
+    /// Rewind the session to the start of a turn.
+    Rewind(u64, crate::rewind::RewindScope),
     /// Redraw everything.
     Redraw,
 }
@@ -56,35 +76,6 @@ pub struct Pending {
     pub text: String,
     /// The inbox id, once known.
     pub id: Option<MessageId>,
-}
-
-/// The `/resume` picker.
-#[derive(Clone, Debug, Default)]
-pub struct Picker {
-    /// Every stored session (`None` while loading).
-    pub entries: Option<Vec<SessionEntry>>,
-    /// The fuzzy filter typed so far.
-    pub filter: String,
-    /// The selected row among the filtered ones.
-    pub selected: usize,
-}
-
-impl Picker {
-    /// The entries the filter keeps.
-    pub fn filtered(&self) -> Vec<&SessionEntry> {
-        self.entries
-            .iter()
-            .flatten()
-            .filter(|e| {
-                let hay = format!(
-                    "{} {}",
-                    e.first_prompt.as_deref().unwrap_or(""),
-                    e.id.as_str()
-                );
-                commands::subsequence(&self.filter, &hay)
-            })
-            .collect()
-    }
 }
 
 /// Ctrl+R: searching history, newest first.
@@ -107,6 +98,21 @@ pub enum Overlay {
     Help,
     /// The session picker.
     Picker(Picker),
+    /// The model picker.
+    Models(ModelPicker),
+    /// The `/rewind` picker.
+    Rewind(crate::rewind::RewindPicker),
+}
+
+/// Work of the UI's own in progress (not a turn): `/compact`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Busy {
+    /// What it is doing (`Compacting`).
+    pub what: String,
+    /// Since when.
+    pub since: Instant,
+    /// Compactions the transcript had seen end when it started.
+    pub compactions: u64,
 }
 
 /// The whole UI state.
@@ -155,6 +161,10 @@ pub struct App {
     pub search: Option<Search>,
     /// The workspace's files for `@path` completion, once listed.
     pub files: Option<Vec<String>>,
+    /// Commands waiting for the turn to end (shown in the pending strip).
+    pub deferred: Vec<Command>,
+    /// A command of the UI's own in progress (Esc stops it).
+    pub busy: Option<Busy>,
 }
 
 impl App {
@@ -184,6 +194,8 @@ impl App {
             no_color: false,
             search: None,
             files: None,
+            deferred: Vec::new(),
+            busy: None,
         }
     }
 
@@ -195,6 +207,8 @@ impl App {
     /// Shows session `id` from its log so far (a resume replays it, a new one is empty).
     pub fn open(&mut self, id: SessionId, events: &[std::sync::Arc<SessionEvent>], now: Instant) {
         let expand = self.transcript.expand_all;
+        // Turns a rewind took out of the history are not shown.
+        let events = dsh_session::history_events(events);
         self.transcript = Transcript::replay(events.iter().map(AsRef::as_ref));
         if expand {
             self.transcript.toggle_expand_all();
@@ -319,6 +333,10 @@ impl App {
                         p.filter.push_str(&text);
                         p.selected = 0;
                     }
+                    Some(Overlay::Models(p)) => {
+                        p.filter.push_str(&text);
+                        p.selected = 0;
+                    }
                     _ => {
                         self.composer.paste(&text);
                         self.popup_dismissed = false;
@@ -391,6 +409,7 @@ impl App {
                 });
             }
             KeyCode::Char('l') if ctrl => return vec![Effect::Redraw],
+            KeyCode::Char('z') if ctrl => return vec![Effect::Suspend],
             KeyCode::Char('j') if ctrl => self.composer.newline(),
             KeyCode::Char('a') if ctrl => self.composer.home(),
             KeyCode::Char('e') if ctrl => self.composer.end(),
@@ -516,7 +535,12 @@ impl App {
         }
         self.interrupt_at = Some(now);
         if self.overlay.take().is_some() {
+            self.hint("ctrl+c again to exit", now);
             return Vec::new();
+        }
+        if self.busy.is_some() {
+            self.hint("stopping · ctrl+c again to exit", now);
+            return vec![Effect::CancelBusy];
         }
         if self.running() {
             self.hint("cancelled · ctrl+c again to exit", now);
@@ -539,13 +563,16 @@ impl App {
             self.scroll_down(usize::MAX);
             return Vec::new();
         }
+        if self.busy.is_some() {
+            return vec![Effect::CancelBusy];
+        }
         if self.running() {
             return self.cancel();
         }
+        let again = self
+            .esc_at
+            .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
         if !self.composer.is_empty() {
-            let again = self
-                .esc_at
-                .is_some_and(|t| now.saturating_duration_since(t) < ESC_CLEAR);
             if again {
                 self.composer.clear_to_history();
                 self.esc_at = None;
@@ -553,6 +580,14 @@ impl App {
                 self.esc_at = Some(now);
                 self.hint("esc again to clear the draft (it stays in history)", now);
             }
+        } else if self.session.is_some() {
+            // On an empty composer, Esc twice opens the rewind picker.
+            if again {
+                self.esc_at = None;
+                return self.command(Command::Rewind(None));
+            }
+            self.esc_at = Some(now);
+            self.hint("esc again to rewind to an earlier turn", now);
         }
         Vec::new()
     }
@@ -560,6 +595,13 @@ impl App {
     /// Cancels the turn; the inbox is cleared with it, so what was pending returns to the
     /// draft (in order, before what is being typed).
     fn cancel(&mut self) -> Vec<Effect> {
+        // Commands that waited for the turn to end go with it.
+        for command in self.deferred.drain(..) {
+            self.transcript.notice(format!(
+                "{} not run: the turn was cancelled",
+                command.describe()
+            ));
+        }
         let returned: Vec<String> = self.pending.drain(..).map(|p| p.text).collect();
         if !returned.is_empty() {
             let mut text = returned.join("\n");
@@ -591,10 +633,11 @@ impl App {
 
     /// Enter (or Tab to queue).
     fn submit(&mut self, queue: bool) -> Vec<Effect> {
+        // Enter on the popup runs the selected command (every argument is optional); an
+        // exact name is listed first, so it is what runs.
         let popup = self.popup();
-        if let Some((name, args, _)) =
+        if let Some((name, _, _)) =
             popup.get(self.popup_selected.min(popup.len().saturating_sub(1)))
-            && args.is_empty()
         {
             self.composer.set_text(&format!("/{name}"));
         }
@@ -604,6 +647,17 @@ impl App {
         self.popup_selected = 0;
         self.popup_dismissed = false;
         match commands::parse(&text) {
+            Submitted::Say(text) if self.busy.is_some() => {
+                // Nothing starts under a compaction: the draft waits (esc stops it).
+                self.composer.set_text(&text);
+                let what = self.busy.as_ref().map_or("working", |b| b.what.as_str());
+                let hint = format!(
+                    "{} · send when it is done (esc stops it)",
+                    what.to_lowercase()
+                );
+                self.hint = Some((hint, Instant::now() + DOUBLE_PRESS));
+                Vec::new()
+            }
             Submitted::Say(text) => {
                 if self.running() {
                     self.pending.push(Pending {
@@ -624,54 +678,6 @@ impl App {
                 Vec::new()
             }
             Submitted::Command(command) => self.command(command),
-        }
-    }
-
-    fn command(&mut self, command: Command) -> Vec<Effect> {
-        if self.running() && matches!(command, Command::New | Command::Resume(_)) {
-            // Switching sessions would dispose the running agent mid-turn.
-            self.transcript
-                .error("a turn is running: cancel it first (esc), then switch sessions");
-            return Vec::new();
-        }
-        match command {
-            Command::Exit => {
-                self.exit = true;
-                vec![Effect::Exit]
-            }
-            Command::Help => {
-                self.overlay = Some(Overlay::Help);
-                Vec::new()
-            }
-            Command::New => vec![Effect::New],
-            Command::Resume(Some(id)) => vec![Effect::Resume(SessionId::from(id))],
-            Command::Resume(None) => {
-                self.overlay = Some(Overlay::Picker(Picker::default()));
-                vec![Effect::ListSessions]
-            }
-            Command::Cost => {
-                let text = crate::status::cost_report(&self.transcript.usage, &self.info);
-                self.transcript.notice(text);
-                Vec::new()
-            }
-            Command::Model => {
-                let mut text = format!("model {} via {}", self.info.model, self.info.provider);
-                for m in &self.info.models {
-                    let window = m
-                        .context_window
-                        .map(|w| format!(" · {}k window", w / 1000))
-                        .unwrap_or_default();
-                    let mark = if m.id == self.info.model { "●" } else { " " };
-                    text.push_str(&format!("\n {mark} {}{window}", m.id));
-                }
-                text.push_str("\nchoose another with `dsh --model ID`");
-                self.transcript.notice(text);
-                Vec::new()
-            }
-            Command::Mode => {
-                self.transcript.notice(format!("mode: {}", self.info.mode));
-                Vec::new()
-            }
         }
     }
 
@@ -731,37 +737,73 @@ impl App {
                     self.overlay = None;
                 }
             }
-            Overlay::Picker(p) => match key.code {
-                KeyCode::Esc => self.overlay = None,
-                KeyCode::Up => p.selected = p.selected.saturating_sub(1),
-                KeyCode::Down => {
-                    p.selected = (p.selected + 1).min(p.filtered().len().saturating_sub(1))
+            Overlay::Rewind(p) => match p.key(key) {
+                Some(crate::rewind::PickerAction::Close) => self.overlay = None,
+                Some(crate::rewind::PickerAction::Rewind(turn, scope)) => {
+                    self.overlay = None;
+                    return vec![Effect::Rewind(turn, scope)];
                 }
-                KeyCode::Backspace => {
-                    p.filter.pop();
-                    p.selected = 0;
-                }
-                KeyCode::Char(c) => {
-                    p.filter.push(c);
-                    p.selected = 0;
-                }
-                KeyCode::Enter => {
-                    let chosen = p.filtered().get(p.selected).map(|e| e.id.clone());
-                    if let Some(id) = chosen {
-                        self.overlay = None;
-                        return vec![Effect::Resume(id)];
+                None => {}
+            },
+            Overlay::Picker(p) => {
+                let rows = p.filtered().len();
+                match key.code {
+                    KeyCode::Enter => {
+                        let chosen = p.filtered().get(p.selected).map(|e| e.id.to_string());
+                        if let Some(id) = chosen {
+                            self.overlay = None;
+                            return self.command(Command::Resume(Some(id)));
+                        }
+                    }
+                    code => {
+                        if filter_key(code, &mut p.filter, &mut p.selected, rows) {
+                            self.overlay = None;
+                        }
                     }
                 }
-                _ => {}
-            },
+            }
+            Overlay::Models(p) => {
+                let rows = p.filtered().len();
+                match key.code {
+                    KeyCode::Enter => {
+                        let chosen = p
+                            .filtered()
+                            .get(p.selected)
+                            .map(|m| format!("{}/{}", m.provider, m.id));
+                        if let Some(id) = chosen {
+                            self.overlay = None;
+                            return self.command(Command::Model(Some(id)));
+                        }
+                    }
+                    code => {
+                        if filter_key(code, &mut p.filter, &mut p.selected, rows) {
+                            self.overlay = None;
+                        }
+                    }
+                }
+            }
         }
         Vec::new()
     }
 
-    /// The sessions listing arrived.
+    /// The turns for the rewind picker arrived.
+    pub fn turns(&mut self, entries: Vec<crate::rewind::TurnEntry>) {
+        if let Some(Overlay::Rewind(p)) = &mut self.overlay {
+            p.fill(entries);
+        }
+    }
+
+    /// The sessions listing arrived. A picker opened for a reference that named no session
+    /// closes with that one error when its filter keeps nothing either.
     pub fn sessions(&mut self, entries: Vec<SessionEntry>) {
         if let Some(Overlay::Picker(p)) = &mut self.overlay {
             p.entries = Some(entries);
+            if let Some(error) = p.unresolved.take()
+                && p.filtered().is_empty()
+            {
+                self.overlay = None;
+                self.transcript.error(error);
+            }
         }
     }
 
@@ -781,6 +823,25 @@ impl App {
         }
         out
     }
+}
+
+/// A key in a filtered picker: typing filters, arrows move, Esc closes (returns true).
+fn filter_key(code: KeyCode, filter: &mut String, selected: &mut usize, rows: usize) -> bool {
+    match code {
+        KeyCode::Esc => return true,
+        KeyCode::Up => *selected = selected.saturating_sub(1),
+        KeyCode::Down => *selected = (*selected + 1).min(rows.saturating_sub(1)),
+        KeyCode::Backspace => {
+            filter.pop();
+            *selected = 0;
+        }
+        KeyCode::Char(c) => {
+            filter.push(c);
+            *selected = 0;
+        }
+        _ => {}
+    }
+    false
 }
 
 /// The keymap as `/help` shows it.
@@ -807,6 +868,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Alt+Up", "take the newest queued follow-up back"),
     ("PageUp/Down, wheel", "scroll; End or Esc follows again"),
     ("Ctrl+O", "expand or collapse tool output, diffs, reasoning"),
+    ("Ctrl+Z", "suspend (fg resumes)"),
+    ("@path", "complete a workspace file (tab or enter)"),
     (
         "Ctrl+R",
         "search history (again: older; enter keeps; esc back)",

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::diff::{self, DiffLine};
 use crate::markdown;
-use crate::wrap::{truncate, wrap_line};
+use crate::sanitize::sanitize;
+use crate::wrap::{str_width, truncate, wrap_line};
 
 /// Output rows a collapsed tool card shows (its tail).
 pub const TOOL_TAIL: usize = 5;
@@ -22,17 +23,27 @@ pub const DIFF_COLLAPSED: usize = 20;
 /// Reasoning rows shown while it streams.
 const REASONING_LIVE: usize = 3;
 
+/// Output a running card keeps (the tail of what the command printed so far).
+pub const LIVE_KEEP: usize = 64 * 1024;
+
 /// Where a tool call stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolState {
     /// Logged, not answered yet.
     Running,
-    /// Answered: the outcome phrase (`exit 0`, `ok`, `error …`) and whether it failed.
+    /// Answered: the outcome phrase (`exit 0`, `exit 3`, `ok`, `failed`) and whether it
+    /// failed (an error result, a non-zero exit, a signal, a timeout).
     Done {
         /// The outcome phrase.
         outcome: String,
-        /// Whether it is an error for the model.
+        /// Whether it failed.
         failed: bool,
+    },
+    /// Refused before it ran (by the sandbox mode, a rule, the approval policy or you); the
+    /// card's output holds the reason.
+    Denied {
+        /// Who refused it (`the sandbox`, `you`, `a rule`, `the approval policy`).
+        by: String,
     },
 }
 
@@ -45,12 +56,63 @@ pub struct ToolCard {
     pub summary: String,
     /// Output text (sanitized), once known.
     pub output: String,
+    /// What the call printed so far while it runs (raw; sanitized when drawn), at most
+    /// [`LIVE_KEEP`] bytes of its tail. The result replaces it.
+    pub live: String,
+    /// The latest progress report while it runs (`3/10 indexing`).
+    pub progress: Option<String>,
+    /// A write the sandbox blocked (the path), when the result says so.
+    pub blocked: Option<String>,
     /// The proposed diff, for `edit` and `write`.
     pub diff: Option<Vec<DiffLine>>,
+    /// The language of the edited file (its extension), to highlight the diff.
+    pub lang: Option<String>,
     /// Where it stands.
     pub state: ToolState,
     /// One line per action of a subagent this call runs.
     pub children: Vec<String>,
+    /// What the subagent's running command printed last (its latest line).
+    pub child_live: Option<String>,
+}
+
+impl ToolCard {
+    /// A running card for a call of `name`.
+    pub fn new(name: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            summary: summary.into(),
+            output: String::new(),
+            live: String::new(),
+            progress: None,
+            blocked: None,
+            diff: None,
+            lang: None,
+            state: ToolState::Running,
+            children: Vec::new(),
+            child_live: None,
+        }
+    }
+
+    /// Appends live output, keeping the tail (cut at a line start when one is near).
+    pub fn push_live(&mut self, text: &str) {
+        self.live.push_str(text);
+        if self.live.len() > LIVE_KEEP {
+            let mut cut = self.live.len() - LIVE_KEEP;
+            while !self.live.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let cut = self.live[cut..].find('\n').map_or(cut, |i| cut + i + 1);
+            self.live.drain(..cut);
+        }
+    }
+
+    /// Whether the card shows a failure (red).
+    pub fn failed(&self) -> bool {
+        matches!(
+            self.state,
+            ToolState::Done { failed: true, .. } | ToolState::Denied { .. }
+        ) || self.blocked.is_some()
+    }
 }
 
 /// What a cell shows.
@@ -85,7 +147,8 @@ pub struct Cell {
     /// Expanded (tool output, reasoning, diff) or collapsed.
     pub expanded: bool,
     version: u64,
-    cache: Option<(usize, u64, bool, Vec<Line<'static>>)>,
+    /// Rows built for (width, version, expanded, highlighting generation).
+    cache: Option<(usize, u64, bool, u64, Vec<Line<'static>>)>,
 }
 
 impl Cell {
@@ -106,13 +169,16 @@ impl Cell {
 
     /// Rows at `width`, cached.
     pub fn rows(&mut self, width: usize) -> &[Line<'static>] {
-        let fresh = matches!(&self.cache, Some((w, v, e, _)) if *w == width && *v == self.version && *e == self.expanded);
+        // Highlighting becoming ready re-colours every cell once.
+        let generation = crate::highlight::generation();
+        let fresh = matches!(&self.cache, Some((w, v, e, g, _))
+            if *w == width && *v == self.version && *e == self.expanded && *g == generation);
         if !fresh {
             let rows = self.build(width);
-            self.cache = Some((width, self.version, self.expanded, rows));
+            self.cache = Some((width, self.version, self.expanded, generation, rows));
         }
         match &self.cache {
-            Some((_, _, _, rows)) => rows,
+            Some((_, _, _, _, rows)) => rows,
             None => &[],
         }
     }
@@ -172,7 +238,9 @@ impl Cell {
             }
             CellKind::Tool(card) => self.build_tool(card, width, &mut out),
             CellKind::Notice(text) => {
-                out.extend(wrap_line(&Line::styled(text.clone(), dim), width, 2));
+                for l in text.lines() {
+                    out.extend(wrap_line(&Line::styled(l.to_owned(), dim), width, 2));
+                }
             }
             CellKind::Error(text) => {
                 let style = Style::new().fg(Color::Red);
@@ -192,24 +260,29 @@ impl Cell {
 
     fn build_tool(&self, card: &ToolCard, width: usize, out: &mut Vec<Line<'static>>) {
         let dim = Style::new().fg(Color::DarkGray);
+        let red = Style::new().fg(Color::Red);
         let (glyph, glyph_style, outcome) = match &card.state {
-            ToolState::Running => ("●", Style::new().fg(Color::Yellow), "running".to_owned()),
-            ToolState::Done {
-                outcome,
-                failed: true,
-            } => ("●", Style::new().fg(Color::Red), outcome.clone()),
+            ToolState::Running => {
+                let mut outcome = "running".to_owned();
+                if let Some(p) = &card.progress {
+                    outcome = format!("running · {p}");
+                }
+                ("●", Style::new().fg(Color::Yellow), outcome)
+            }
+            ToolState::Denied { by } => ("⊘", red, format!("denied by {by}")),
+            ToolState::Done { outcome, .. } if card.failed() => ("●", red, outcome.clone()),
             ToolState::Done { outcome, .. } => {
                 ("●", Style::new().fg(Color::Green), outcome.clone())
             }
         };
         let (glyph, summary) = match &card.diff {
-            Some(d) => {
+            Some(d) if !matches!(card.state, ToolState::Denied { .. }) => {
                 let (a, r) = diff::stats(d);
                 ("±", format!("{}  +{a} −{r}", card.summary))
             }
-            None => (glyph, card.summary.clone()),
+            _ => (glyph, card.summary.clone()),
         };
-        let room = width.saturating_sub(card.name.len() + outcome.len() + 8);
+        let room = width.saturating_sub(card.name.len() + str_width(&outcome) + 8);
         out.push(Line::from(vec![
             Span::styled(format!("{glyph} "), glyph_style),
             Span::styled(card.name.clone(), Style::new().add_modifier(Modifier::BOLD)),
@@ -217,22 +290,35 @@ impl Cell {
             Span::raw(truncate(&summary, room)),
             Span::styled(
                 format!("  {outcome}"),
-                if matches!(card.state, ToolState::Done { failed: true, .. }) {
-                    Style::new().fg(Color::Red)
-                } else {
-                    dim
-                },
+                if card.failed() { red } else { dim },
             ),
         ]));
         let inner = width.saturating_sub(2);
+        if let Some(path) = &card.blocked {
+            out.extend(wrap_line(
+                &Line::styled(format!("  ⊘ the sandbox blocked a write to {path}"), red),
+                width,
+                4,
+            ));
+        }
         for child in &card.children[card.children.len().saturating_sub(3)..] {
             out.push(Line::styled(
                 format!("  ↳ {}", truncate(child, inner.saturating_sub(2))),
                 dim,
             ));
         }
-        if let Some(d) = &card.diff {
-            let rows = diff::render(d, inner);
+        if let Some(line) = &card.child_live
+            && card.state == ToolState::Running
+        {
+            out.push(Line::styled(
+                format!("    {}", truncate(line, inner.saturating_sub(4))),
+                dim,
+            ));
+        }
+        if let Some(d) = &card.diff
+            && !matches!(card.state, ToolState::Denied { .. })
+        {
+            let rows = diff::render(d, inner, card.lang.as_deref());
             let limit = if self.expanded {
                 rows.len()
             } else {
@@ -249,7 +335,7 @@ impl Cell {
                     dim,
                 ));
             }
-            if let ToolState::Done { failed: true, .. } = card.state {
+            if card.failed() {
                 self.output_rows(card, width, out);
             }
             return;
@@ -259,7 +345,19 @@ impl Cell {
 
     fn output_rows(&self, card: &ToolCard, width: usize, out: &mut Vec<Line<'static>>) {
         let dim = Style::new().fg(Color::DarkGray);
-        let lines: Vec<&str> = card.output.trim_end().lines().collect();
+        let live;
+        let text = if card.state == ToolState::Running {
+            live = sanitize(&card.live);
+            &live
+        } else {
+            &card.output
+        };
+        let lines: Vec<&str> = text
+            .trim_end()
+            .lines()
+            // The sandbox's note is for the model; the card says it in its own words above.
+            .filter(|l| card.blocked.is_none() || !l.starts_with("[sandbox]"))
+            .collect();
         if lines.is_empty() {
             return;
         }
@@ -275,10 +373,12 @@ impl Cell {
                 dim,
             ));
         }
-        let style = if matches!(card.state, ToolState::Done { failed: true, .. }) {
-            Style::new().fg(Color::Red)
-        } else {
-            Style::new()
+        let style = match card.state {
+            ToolState::Denied { .. } => Style::new().fg(Color::Red),
+            ToolState::Done { .. } if card.failed() && card.name != "bash" => {
+                Style::new().fg(Color::Red)
+            }
+            _ => Style::new(),
         };
         for l in &lines[start..] {
             out.extend(wrap_line(&Line::styled(format!("  {l}"), style), width, 2));

@@ -9,6 +9,10 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
+use std::collections::HashMap;
+
+use crate::highlight::{StyledLine, highlight};
+
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 /// Below this many columns, line numbers are dropped.
@@ -70,6 +74,47 @@ pub fn unified(old: &str, new: &str) -> Vec<DiffLine> {
     out
 }
 
+/// The language of the file a call edits (its extension), for highlighting its diff.
+pub fn language(args: &Value) -> Option<String> {
+    let path = args.get("file_path").and_then(Value::as_str)?;
+    let ext = std::path::Path::new(path).extension()?.to_str()?;
+    Some(ext.to_owned())
+}
+
+/// The old and the new side of `lines`, highlighted as whole texts (so a line inside a
+/// multi-line string or comment is coloured as such), by line number.
+type Sides = (HashMap<usize, StyledLine>, HashMap<usize, StyledLine>);
+
+fn highlighted(lines: &[DiffLine], lang: &str) -> Option<Sides> {
+    let mut old = Vec::new();
+    let mut new = Vec::new();
+    for l in lines {
+        match l {
+            DiffLine::Hunk(_) => {}
+            DiffLine::Context(o, n, t) => {
+                old.push((*o, t.as_str()));
+                new.push((*n, t.as_str()));
+            }
+            DiffLine::Removed(o, t) => old.push((*o, t.as_str())),
+            DiffLine::Added(n, t) => new.push((*n, t.as_str())),
+        }
+    }
+    let side = |side: &[(usize, &str)]| -> Option<HashMap<usize, StyledLine>> {
+        if side.is_empty() {
+            return Some(HashMap::new());
+        }
+        let text: Vec<&str> = side.iter().map(|(_, t)| *t).collect();
+        let styled = highlight(lang, &text.join("\n"))?;
+        Some(
+            side.iter()
+                .map(|(n, _)| *n)
+                .zip(styled.iter().cloned())
+                .collect(),
+        )
+    };
+    Some((side(&old)?, side(&new)?))
+}
+
 /// `+added −removed` counts for a card header.
 pub fn stats(lines: &[DiffLine]) -> (usize, usize) {
     lines.iter().fold((0, 0), |(a, r), l| match l {
@@ -80,24 +125,37 @@ pub fn stats(lines: &[DiffLine]) -> (usize, usize) {
 }
 
 /// Styled rows of `lines` for a card `width` columns wide (line numbers when it is wide
-/// enough).
-pub fn render(lines: &[DiffLine], width: usize) -> Vec<Line<'static>> {
+/// enough). With the file's language (`lang`) the text is syntax-highlighted and the sign
+/// column alone says added or removed; without it (or until highlighting is ready) whole
+/// lines are green or red.
+pub fn render(lines: &[DiffLine], width: usize, lang: Option<&str>) -> Vec<Line<'static>> {
     let numbers = width >= NUMBERS_FROM;
     let dim = Style::new().fg(Color::DarkGray);
     let added = Style::new().fg(Color::Green);
     let removed = Style::new().fg(Color::Red);
+    let sides = lang.and_then(|lang| highlighted(lines, lang));
     lines
         .iter()
         .map(|l| {
-            let (no, sign, text, style) = match l {
+            let (no, sign, text, style, styled) = match l {
                 DiffLine::Hunk(h) => {
                     return Line::styled(h.clone(), Style::new().fg(Color::Cyan));
                 }
-                DiffLine::Context(_, n, t) => (*n, ' ', t, Style::new()),
-                DiffLine::Removed(n, t) => (*n, '-', t, removed),
-                DiffLine::Added(n, t) => (*n, '+', t, added),
+                DiffLine::Context(_, n, t) => (
+                    *n,
+                    ' ',
+                    t,
+                    Style::new(),
+                    sides.as_ref().and_then(|s| s.1.get(n)),
+                ),
+                DiffLine::Removed(n, t) => {
+                    (*n, '-', t, removed, sides.as_ref().and_then(|s| s.0.get(n)))
+                }
+                DiffLine::Added(n, t) => {
+                    (*n, '+', t, added, sides.as_ref().and_then(|s| s.1.get(n)))
+                }
             };
-            let mut spans = Vec::with_capacity(3);
+            let mut spans = Vec::with_capacity(4);
             if numbers {
                 spans.push(Span::styled(format!("{no:>5} "), dim));
             }
@@ -107,7 +165,15 @@ pub fn render(lines: &[DiffLine], width: usize) -> Vec<Line<'static>> {
                 style.add_modifier(Modifier::BOLD)
             };
             spans.push(Span::styled(sign.to_string(), sign_style));
-            spans.push(Span::styled(format!(" {text}"), style));
+            match styled {
+                Some(pieces) => {
+                    spans.push(Span::raw(" "));
+                    for (s, t) in pieces {
+                        spans.push(Span::styled(t.clone(), *s));
+                    }
+                }
+                None => spans.push(Span::styled(format!(" {text}"), style)),
+            }
             Line::from(spans)
         })
         .collect()
@@ -136,12 +202,12 @@ mod tests {
     #[test]
     fn narrow_cards_drop_line_numbers() {
         let lines = unified("x\n", "y\n");
-        let wide: String = render(&lines, 100)[1]
+        let wide: String = render(&lines, 100, None)[1]
             .spans
             .iter()
             .map(|s| s.content.as_ref())
             .collect();
-        let narrow: String = render(&lines, 60)[1]
+        let narrow: String = render(&lines, 60, None)[1]
             .spans
             .iter()
             .map(|s| s.content.as_ref())

@@ -2,8 +2,9 @@
 //!
 //! CommonMark through `pulldown-cmark`: headings, emphasis, inline code, lists with hanging
 //! indents, block quotes, rules and fenced code. Code blocks keep their text as is, with no
-//! borders or gutters, so a copy of the screen is a copy of the code. Syntax highlighting is not
-//! done yet: code is drawn in one colour.
+//! borders or gutters, so a copy of the screen is a copy of the code. A closed fenced block
+//! with a language is syntax-highlighted (see [`crate::highlight`], cached per block); a block
+//! still streaming, or one in an unknown language, is drawn in one colour.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
@@ -15,7 +16,11 @@ pub type Block = (Line<'static>, usize);
 /// Renders `source` into logical lines with their continuation indents.
 pub fn render(source: &str) -> Vec<Block> {
     let mut r = Renderer::default();
-    for event in Parser::new_ext(source, Options::ENABLE_STRIKETHROUGH) {
+    for (event, range) in Parser::new_ext(source, Options::ENABLE_STRIKETHROUGH).into_offset_iter()
+    {
+        if let Event::Start(Tag::CodeBlock(_)) = &event {
+            r.code_closed = fence_closed(source.get(range).unwrap_or(""));
+        }
         r.event(event);
     }
     r.flush();
@@ -35,6 +40,11 @@ struct Renderer {
     lists: Vec<Option<u64>>,
     quote: usize,
     in_code: bool,
+    /// The code block being read: its language and text, and whether its closing fence was
+    /// seen (a block still streaming is not highlighted yet).
+    code_lang: String,
+    code: String,
+    code_closed: bool,
     /// The prefix of the current line's first row (bullet) and the indent after it.
     prefix: Option<String>,
     indent: usize,
@@ -88,17 +98,7 @@ impl Renderer {
         match event {
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag),
-            Event::Text(text) if self.in_code => {
-                let style = Style::new().fg(Color::Yellow);
-                for (i, line) in text.split('\n').enumerate() {
-                    if i > 0 {
-                        self.flush_code();
-                    }
-                    if !line.is_empty() {
-                        self.spans.push(Span::styled(line.to_owned(), style));
-                    }
-                }
-            }
+            Event::Text(text) if self.in_code => self.code.push_str(&text),
             Event::Text(text) => self.text(&text),
             Event::Code(code) => {
                 let style = self.style().fg(Color::Cyan);
@@ -128,6 +128,35 @@ impl Renderer {
         self.flush();
     }
 
+    /// The code block just read, highlighted when it can be, else in one colour.
+    fn code_block(&mut self) {
+        let code = std::mem::take(&mut self.code);
+        let lang = std::mem::take(&mut self.code_lang);
+        let body = code.strip_suffix('\n').unwrap_or(&code);
+        let highlighted = (self.code_closed && !lang.is_empty())
+            .then(|| crate::highlight::highlight(&lang, body))
+            .flatten();
+        match highlighted {
+            Some(lines) => {
+                for line in lines.iter() {
+                    for (style, text) in line {
+                        self.spans.push(Span::styled(text.clone(), *style));
+                    }
+                    self.flush_code();
+                }
+            }
+            None => {
+                let style = Style::new().fg(Color::Yellow);
+                for line in body.split('\n') {
+                    if !line.is_empty() {
+                        self.spans.push(Span::styled(line.to_owned(), style));
+                    }
+                    self.flush_code();
+                }
+            }
+        }
+    }
+
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph => {}
@@ -151,6 +180,7 @@ impl Renderer {
                 if let CodeBlockKind::Fenced(lang) = kind
                     && !lang.is_empty()
                 {
+                    self.code_lang = lang.to_string();
                     self.out.push((
                         Line::styled(lang.into_string(), Style::new().fg(Color::DarkGray)),
                         0,
@@ -205,9 +235,7 @@ impl Renderer {
                 self.blank();
             }
             TagEnd::CodeBlock => {
-                if !self.spans.is_empty() {
-                    self.flush();
-                }
+                self.code_block();
                 self.in_code = false;
                 self.out.push((Line::default(), 0));
             }
@@ -228,6 +256,29 @@ impl Renderer {
             _ => {}
         }
     }
+}
+
+/// Whether a fenced block's source ends with its closing fence (a block that is still
+/// streaming ends without one; pulldown-cmark closes it at the end of the text).
+fn fence_closed(block: &str) -> bool {
+    let mut lines = block.trim_end().lines();
+    let Some(open) = lines.next() else {
+        return false;
+    };
+    let open = open.trim_start();
+    let marker = if open.starts_with("```") {
+        '`'
+    } else if open.starts_with("~~~") {
+        '~'
+    } else {
+        return false;
+    };
+    let width = open.chars().take_while(|c| *c == marker).count();
+    lines.next_back().is_some_and(|close| {
+        let close = close.trim();
+        close.chars().take_while(|c| *c == marker).count() >= width
+            && close.chars().all(|c| c == marker)
+    })
 }
 
 #[cfg(test)]
@@ -262,6 +313,37 @@ mod tests {
                 "",
                 "after",
             ]
+        );
+    }
+
+    #[test]
+    fn only_a_closed_fence_counts_as_closed() {
+        assert!(fence_closed("```rust\nfn a() {}\n```\n"));
+        assert!(!fence_closed("```rust\nfn a() {}\n"));
+        assert!(!fence_closed("```rust\n"));
+        assert!(fence_closed("~~~~\nx\n~~~~"));
+        assert!(!fence_closed("````\nx\n```"));
+    }
+
+    #[test]
+    fn a_closed_block_is_highlighted_and_a_streaming_one_is_not() {
+        crate::highlight::load_now();
+        let _ = render("```rust\nfn main() { let x = 1; }\n```\n");
+        crate::highlight::settle();
+        let colours = |md: &str| -> std::collections::HashSet<Style> {
+            render(md)
+                .into_iter()
+                .flat_map(|(l, _)| l.spans.into_iter().map(|s| s.style))
+                .collect()
+        };
+        let closed = colours("```rust\nfn main() { let x = 1; }\n```\n");
+        let open = colours("```rust\nfn main() { let x = 1; }\n");
+        assert!(closed.len() > 2, "{closed:?}");
+        assert!(open.len() <= 2, "one colour while streaming: {open:?}");
+        assert_eq!(
+            plain("```rust\nfn main() {}\n```\n"),
+            plain("```rust\nfn main() {}\n"),
+            "the same text either way"
         );
     }
 

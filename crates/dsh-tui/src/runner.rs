@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use crossterm::event::EventStream;
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use dsh_agent::{AgentHandle, AgentStatus, CancelCause, CancelOptions};
-use dsh_session::{Message, SessionEvent, SessionEventFired, SessionId};
+use dsh_session::{
+    LiveUpdate, Message, SessionEvent, SessionEventFired, SessionId, SessionLiveFired,
+};
 use dsh_tools::Approver;
 use futures::StreamExt as _;
 use parking_lot::Mutex;
@@ -23,8 +25,9 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::app::{App, Effect};
+use crate::app::{App, Effect, Overlay, Picker};
 use crate::approval::TuiApprover;
 use crate::host::{HostError, SessionEntry, TuiHost};
 use crate::terminal::{TerminalGuard, restore};
@@ -63,8 +66,8 @@ pub struct TuiExit {
 /// Options of a UI run.
 #[derive(Debug, Default, Clone)]
 pub struct TuiOptions {
-    /// A session to resume instead of starting a new one.
-    pub resume: Option<SessionId>,
+    /// A session to resume instead of starting a new one: its id or a unique prefix.
+    pub resume: Option<String>,
     /// Where prompt history lives (one JSON string per line), if anywhere.
     pub history: Option<PathBuf>,
     /// Push the keyboard enhancement flags (Shift+Enter distinguishable).
@@ -73,8 +76,18 @@ pub struct TuiOptions {
 
 enum Msg {
     Event(SessionId, Arc<SessionEvent>, bool),
+    Live(SessionId, LiveUpdate, bool),
     Files(Vec<String>),
     Sessions(Result<Vec<SessionEntry>, HostError>),
+    Compacted(Result<String, HostError>),
+    Turns(Result<Vec<crate::rewind::TurnEntry>, HostError>),
+}
+
+/// Whether `session` is the one on screen or one of its subagents (`Some(true)`).
+fn shown(current: &Mutex<Option<SessionId>>, session: &dsh_session::Session) -> Option<bool> {
+    let shown = current.lock().clone()?;
+    let child = session.header().parent_session.as_ref() == Some(&shown);
+    (*session.id() == shown || child).then_some(child)
 }
 
 /// Runs the UI until the person leaves; the terminal is restored on every way out.
@@ -86,15 +99,26 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
         let tx = msg_tx.clone();
         host.ctx()
             .on_global::<SessionEventFired>(move |notice| {
-                let Some(shown) = current.lock().clone() else {
-                    return;
-                };
-                let session = &notice.session;
-                let child = session.header().parent_session.as_ref() == Some(&shown);
-                if *session.id() == shown || child {
+                if let Some(child) = shown(&current, &notice.session) {
                     let _ = tx.send(Msg::Event(
-                        session.id().clone(),
+                        notice.session.id().clone(),
                         notice.event.clone(),
+                        child,
+                    ));
+                }
+            })
+            .map_err(|e| TuiError::Feed(e.to_string()))?
+    };
+    // Work in progress (a command's output while it runs): never logged, shown in its card.
+    let live = {
+        let current = current.clone();
+        let tx = msg_tx.clone();
+        host.ctx()
+            .on_global::<SessionLiveFired>(move |notice| {
+                if let Some(child) = shown(&current, &notice.session) {
+                    let _ = tx.send(Msg::Live(
+                        notice.session.id().clone(),
+                        notice.update.clone(),
                         child,
                     ));
                 }
@@ -105,10 +129,12 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     // Another front end (or a policy plugin) may own approvals already; then cards never show.
     let _ = host.ctx().provide::<dyn Approver>(Arc::new(approver));
 
+    crate::highlight::load_in_background();
+    let first_info = host.info(None);
     {
         // The `@path` index, listed off the event loop.
         let tx = msg_tx.clone();
-        let root = host.info().cwd;
+        let root = first_info.cwd.clone();
         tokio::task::spawn_blocking(move || {
             let _ = tx.send(Msg::Files(crate::files::list(&root)));
         });
@@ -119,14 +145,37 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
         .map(load_history)
         .unwrap_or_default();
     let mut saved = history.len();
-    let mut app = App::new(host.info(), history);
+    let mut app = App::new(first_info, history);
     app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut handle = open(&host, &mut app, &current, options.resume.clone()).await;
-    if handle.is_none() && options.resume.is_some() {
+    let mut failed_resume = None;
+    let mut handle = match options.resume.clone() {
+        Some(reference) => {
+            let resumed = match host.locate(reference.as_str()).await {
+                Ok(id) => opened(&host, Some(id)).await,
+                Err(e) => Err(e),
+            };
+            match resumed {
+                Ok(h) => {
+                    show(&host, &mut app, &current, &h);
+                    Some(h)
+                }
+                Err(e) => {
+                    failed_resume = Some(e.to_string());
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    if handle.is_none() {
         handle = open(&host, &mut app, &current, None).await;
     }
+    // Said after the new session is on screen (showing one starts a fresh transcript).
+    if let Some(error) = failed_resume {
+        app.transcript.error(error);
+    }
 
-    let guard = TerminalGuard::enter(options.keyboard_protocol)?;
+    let mut guard = Some(TerminalGuard::enter(options.keyboard_protocol)?);
     // No `terminal.clear()`: it queries the cursor position, and entering already cleared.
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
     let mut input = EventStream::new();
@@ -138,6 +187,9 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     let mut last_frame: Option<Instant> = None;
     let mut dirty = true;
     let panic_for_test = std::env::var_os("DSH_TUI_TEST_PANIC").is_some();
+    let mut compaction: Option<CancellationToken> = None;
+    // Blocks highlighted in the background: redraw with their colours.
+    let mut highlighted = crate::highlight::changes();
 
     while !app.exit {
         let now = Instant::now();
@@ -151,10 +203,12 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
         }
         let deadline = match (dirty, last_frame) {
             (true, Some(t)) => t + FRAME,
-            _ if app.running() || app.hint.is_some() => now + TICK,
+            _ if app.running() || app.busy.is_some() || app.hint.is_some() => now + TICK,
             _ => now + Duration::from_secs(3600),
         };
         let mut effects = Vec::new();
+        // Whether something may have changed what the session runs under (the status line).
+        let mut refresh = false;
         tokio::select! {
             biased;
             event = input.next() => match event {
@@ -173,7 +227,9 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     next = if Instant::now() < until { msgs.try_recv().ok() } else { None };
                 }
                 dirty = true;
+                refresh = true;
             }
+            Ok(()) = highlighted.changed() => dirty = true,
             Some(ask) = asks.recv() => {
                 app.ask(ask, Instant::now());
                 dirty = true;
@@ -185,7 +241,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                 if app.hint.as_ref().is_some_and(|(_, until)| Instant::now() >= *until) {
                     app.hint = None;
                 }
-                if app.prune_cards() || app.running() || app.hint.is_none() {
+                if app.prune_cards() || app.running() || app.busy.is_some() || app.hint.is_none() {
                     dirty = true;
                 }
             }
@@ -198,7 +254,10 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
             append_history(path, &entries[saved..]);
             saved = entries.len();
         }
-        for effect in effects {
+        let mut queue: std::collections::VecDeque<Effect> = effects.into();
+        queue.extend(app.take_due());
+        while let Some(effect) = queue.pop_front() {
+            refresh = true;
             match effect {
                 Effect::Send(text) | Effect::Queue(text) if handle.is_none() => {
                     let _ = text;
@@ -225,14 +284,38 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     handle = open(&host, &mut app, &current, None).await;
                     replayed_to = replayed(&handle);
                 }
-                Effect::Resume(id) => {
-                    let previous = app.session.clone();
-                    close(handle.take()).await;
-                    handle = open(&host, &mut app, &current, Some(id)).await;
-                    if handle.is_none() {
-                        handle = open(&host, &mut app, &current, previous).await;
+                Effect::Resume(reference) => {
+                    // The new session is opened before the one on screen is given up: a
+                    // reference that names nothing (or a session that cannot be resumed)
+                    // leaves everything as it was.
+                    let resumed = match host.locate(&reference).await {
+                        Ok(id) if app.session.as_ref() == Some(&id) => Ok(None),
+                        Ok(id) => opened(&host, Some(id)).await.map(Some),
+                        Err(e) => Err(e),
+                    };
+                    match resumed {
+                        Ok(None) => {
+                            let id = app.session.as_ref().map(ToString::to_string);
+                            app.transcript
+                                .notice(format!("already in session {}", id.unwrap_or_default()));
+                        }
+                        Ok(Some(h)) => {
+                            close(handle.take()).await;
+                            show(&host, &mut app, &current, &h);
+                            handle = Some(h);
+                            replayed_to = replayed(&handle);
+                        }
+                        Err(e) => {
+                            // Maybe words of its first prompt: the picker, filtered by them;
+                            // the one error when nothing matches either.
+                            app.overlay = Some(Overlay::Picker(Picker {
+                                filter: reference,
+                                unresolved: Some(e.to_string()),
+                                ..Picker::default()
+                            }));
+                            queue.push_back(Effect::ListSessions);
+                        }
                     }
-                    replayed_to = replayed(&handle);
                 }
                 Effect::ListSessions => {
                     let host = host.clone();
@@ -241,8 +324,94 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                         let _ = tx.send(Msg::Sessions(host.sessions().await));
                     });
                 }
+                Effect::Compact(focus) => match &handle {
+                    Some(h) => {
+                        let token = CancellationToken::new();
+                        compaction = Some(token.clone());
+                        let host = host.clone();
+                        let tx = msg_tx.clone();
+                        let agent = h.agent().clone();
+                        tokio::spawn(async move {
+                            let outcome = host.compact(agent, focus, token).await;
+                            let _ = tx.send(Msg::Compacted(outcome));
+                        });
+                    }
+                    None => app.compacted(Err("no session; try /new".into())),
+                },
+                Effect::CancelBusy => {
+                    if let Some(token) = &compaction {
+                        token.cancel();
+                    }
+                }
+                Effect::Context => match &handle {
+                    Some(h) => match host.context(h.agent()) {
+                        Ok(report) => app.show_context(&report),
+                        Err(e) => app.transcript.error(e.to_string()),
+                    },
+                    None => app.transcript.error("no session; try /new"),
+                },
+                Effect::SwitchModel(choice) => match &handle {
+                    Some(h) => match host.switch_model(h.agent(), choice).await {
+                        Ok(()) => {
+                            app.info = host.info(app.session.as_ref());
+                            app.transcript.notice(format!(
+                                "model: {} via {} from the next request on",
+                                app.info.model, app.info.provider
+                            ));
+                        }
+                        Err(e) => app.transcript.error(e.to_string()),
+                    },
+                    None => app.transcript.error("no session; try /new"),
+                },
+                Effect::SetApproval(policy) => match &app.session {
+                    Some(id) => match host.set_approval(id, policy.as_deref()) {
+                        Ok(()) => {
+                            app.info = host.info(app.session.as_ref());
+                            app.transcript.notice(format!("mode: {}", app.info.mode));
+                        }
+                        Err(e) => app.transcript.error(e.to_string()),
+                    },
+                    None => app.transcript.error("no session; try /new"),
+                },
+                Effect::Export(path) => export(&mut app, path),
+                Effect::Suspend => {
+                    drop(guard.take());
+                    restore();
+                    suspend();
+                    guard = Some(TerminalGuard::enter(options.keyboard_protocol)?);
+                    redraw(&mut terminal)?;
+                }
+                Effect::ListTurns => match &handle {
+                    Some(h) => {
+                        let (host, tx, agent) = (host.clone(), msg_tx.clone(), h.agent().clone());
+                        tokio::spawn(async move {
+                            let _ = tx.send(Msg::Turns(host.turns(&agent).await));
+                        });
+                    }
+                    None => app.overlay = None,
+                },
+                Effect::Rewind(turn, scope) => {
+                    if let Some(h) = &handle {
+                        // Awaited here: no key may start a turn while files are written back.
+                        match host.rewind(h.agent(), turn, scope).await {
+                            Ok(text) => {
+                                let session = h.agent().session().clone();
+                                app.open(session.id().clone(), &session.events(), Instant::now());
+                                replayed_to = replayed(&handle);
+                                app.transcript.notice(text);
+                            }
+                            Err(e) => app.transcript.error(e.to_string()),
+                        }
+                    }
+                }
                 Effect::Redraw => redraw(&mut terminal)?,
             }
+            if queue.is_empty() {
+                queue.extend(app.take_due());
+            }
+        }
+        if refresh {
+            app.info = host.info(app.session.as_ref());
         }
     }
     // Leave the screen first: teardown may take a moment and the person asked to go.
@@ -250,12 +419,61 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
     drop(guard);
     restore();
     feed.dispose().await;
+    live.dispose().await;
+    if let Some(token) = compaction {
+        token.cancel();
+    }
     let exit = TuiExit {
         session: app.session.clone(),
         last_answer: app.transcript.last_answer().map(str::to_owned),
     };
     close(handle).await;
     Ok(exit)
+}
+
+/// Ctrl+Z: the terminal is already restored; stop like any job, and return when the shell
+/// continues us (`fg`), to enter the screen again.
+fn suspend() {
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTSTP);
+}
+
+/// `/export [PATH]`: the transcript as Markdown, into a new file (never over an existing one).
+fn export(app: &mut App, path: Option<String>) {
+    let path = match path {
+        Some(p) => std::path::PathBuf::from(p),
+        None => {
+            let id = app
+                .session
+                .as_ref()
+                .map_or("transcript".to_owned(), ToString::to_string);
+            std::path::PathBuf::from(format!("dsh-{id}.md"))
+        }
+    };
+    let path = if path.is_absolute() {
+        path
+    } else {
+        app.info.cwd.join(path)
+    };
+    let text = app.transcript.markdown();
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    match written {
+        Ok(()) => app.transcript.notice(format!(
+            "exported {} lines to {}",
+            text.lines().count(),
+            path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => app.transcript.error(format!(
+            "not exported: {} exists (name another file: /export PATH)",
+            path.display()
+        )),
+        Err(e) => app
+            .transcript
+            .error(format!("not exported to {}: {e}", path.display())),
+    }
 }
 
 fn draw(terminal: &mut Terminal<CrosstermBackend<Stdout>>, app: &mut App) -> std::io::Result<()> {
@@ -289,8 +507,19 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
             }
             app.session_event(&event, child, Instant::now());
         }
+        Msg::Live(session, update, child) => {
+            if child || app.session.as_ref() == Some(&session) {
+                app.transcript.live(&update, child);
+            }
+        }
+        Msg::Compacted(outcome) => app.compacted(outcome.map_err(|e| e.to_string())),
         Msg::Files(files) => app.files = Some(files),
         Msg::Sessions(Ok(entries)) => app.sessions(entries),
+        Msg::Turns(Ok(entries)) => app.turns(entries),
+        Msg::Turns(Err(e)) => {
+            app.overlay = None;
+            app.transcript.error(format!("cannot rewind: {e}"));
+        }
         Msg::Sessions(Err(e)) => {
             app.overlay = None;
             app.transcript.error(format!("cannot list sessions: {e}"));
@@ -340,17 +569,9 @@ async fn open(
     current: &Mutex<Option<SessionId>>,
     resume: Option<SessionId>,
 ) -> Option<AgentHandle> {
-    let created = match resume {
-        Some(id) => host.resume(id).await,
-        None => host.create().await,
-    };
-    match created {
+    match opened(host, resume).await {
         Ok(h) => {
-            let session = h.agent().session().clone();
-            // The feed filter first, then the snapshot: an event appended in between is in
-            // both, and the replay bound drops its second copy.
-            *current.lock() = Some(session.id().clone());
-            app.open(session.id().clone(), &session.events(), Instant::now());
+            show(host, app, current, &h);
             Some(h)
         }
         Err(e) => {
@@ -358,6 +579,32 @@ async fn open(
             None
         }
     }
+}
+
+/// Creates or resumes an agent without touching what is on screen.
+async fn opened(
+    host: &Arc<dyn TuiHost>,
+    resume: Option<SessionId>,
+) -> Result<AgentHandle, HostError> {
+    match resume {
+        Some(id) => host.resume(id).await,
+        None => host.create().await,
+    }
+}
+
+/// Puts `h`'s session on screen (its log so far replayed).
+fn show(
+    host: &Arc<dyn TuiHost>,
+    app: &mut App,
+    current: &Mutex<Option<SessionId>>,
+    h: &AgentHandle,
+) {
+    let session = h.agent().session().clone();
+    // The feed filter first, then the snapshot: an event appended in between is in both,
+    // and the replay bound drops its second copy.
+    *current.lock() = Some(session.id().clone());
+    app.open(session.id().clone(), &session.events(), Instant::now());
+    app.info = host.info(Some(session.id()));
 }
 
 async fn close(handle: Option<AgentHandle>) {

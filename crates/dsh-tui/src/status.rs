@@ -3,25 +3,36 @@
 use std::time::Instant;
 
 use crate::host::{HostInfo, Prices};
-use crate::transcript::{Activity, Usage};
+use crate::transcript::{Activity, Tokens, Usage};
 use crate::wrap::str_width;
 
 const SPINNER: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-/// The prices of the model in use, when the catalogue has them.
-fn prices(info: &HostInfo) -> Option<Prices> {
-    info.models
-        .iter()
-        .find(|m| m.id == info.model)
-        .and_then(|m| m.prices)
+/// Dollars `tokens` cost at `prices`.
+pub fn cost(tokens: &Tokens, prices: Prices) -> f64 {
+    (tokens.input as f64 * prices.input
+        + tokens.cache_read as f64 * prices.cache_read
+        + tokens.output as f64 * prices.output)
+        / 1_000_000.0
 }
 
-/// Dollars spent, from token totals and prices.
-pub fn cost(usage: &Usage, prices: Prices) -> f64 {
-    (usage.input as f64 * prices.input
-        + usage.cache_read as f64 * prices.cache_read
-        + usage.output as f64 * prices.output)
-        / 1_000_000.0
+/// What the session cost: every model's tokens at its own prices; `None` when a model that
+/// was billed has no known prices (a partial sum would mislead).
+pub fn session_cost(usage: &Usage, info: &HostInfo) -> Option<f64> {
+    usage
+        .by_model
+        .iter()
+        .map(|(model, tokens)| {
+            let prices = info.model_entry(None, model).and_then(|m| m.prices);
+            // A model that billed nothing costs nothing, priced or not.
+            if *tokens == Tokens::default() {
+                return Some(0.0);
+            }
+            prices.map(|p| cost(tokens, p))
+        })
+        .sum::<Option<f64>>()
+        // An empty sum is -0.0; nobody wants to read `$-0.00`.
+        .map(|c| c + 0.0)
 }
 
 /// `182k`, `1.2M`, `950`.
@@ -37,9 +48,7 @@ pub fn tokens(n: u64) -> String {
 pub fn fields(info: &HostInfo, usage: &Usage) -> Vec<String> {
     let mut out = vec![info.model.clone(), info.mode.clone()];
     let window = usage.context_window.or_else(|| {
-        info.models
-            .iter()
-            .find(|m| m.id == info.model)
+        info.model_entry(Some(&info.provider), &info.model)
             .and_then(|m| m.context_window)
     });
     if let Some(window) = window.filter(|w| *w > 0) {
@@ -47,8 +56,8 @@ pub fn fields(info: &HostInfo, usage: &Usage) -> Vec<String> {
     }
     let total = usage.input + usage.cache_read + usage.output;
     out.push(format!("{} tok", tokens(total)));
-    if let Some(p) = prices(info) {
-        out.push(format!("${:.2}", cost(usage, p)));
+    if let Some(c) = session_cost(usage, info) {
+        out.push(format!("${c:.2}"));
     }
     if let Some(share) = (usage.cache_read * 100).checked_div(usage.input + usage.cache_read) {
         out.push(format!("cache {share}%"));
@@ -90,30 +99,41 @@ pub fn indicator(
     format!("{frame} {phase} · {}s · esc to cancel", elapsed / 1000)
 }
 
-/// `/cost`: the session's tokens and cost.
+/// The indicator while the UI's own work runs (`⠙ Compacting · 3s · esc to stop`).
+pub fn busy_indicator(busy: &crate::app::Busy, now: Instant) -> String {
+    let elapsed = now.saturating_duration_since(busy.since).as_millis();
+    let frame = SPINNER[(elapsed / 100) as usize % SPINNER.len()];
+    format!("{frame} {} · {}s · esc to stop", busy.what, elapsed / 1000)
+}
+
+/// `/cost`: the session's tokens and cost, per model when more than one was billed.
 pub fn cost_report(usage: &Usage, info: &HostInfo) -> String {
+    let g = group_thousands;
     let mut text = format!(
-        "tokens: {} input ({} cached) · {} output",
-        usage.input + usage.cache_read,
-        usage.cache_read,
-        usage.output
+        "{} requests · {} input tokens ({} cached) · {} output tokens",
+        usage.requests,
+        g(usage.input + usage.cache_read),
+        g(usage.cache_read),
+        g(usage.output)
     );
-    match prices(info) {
-        Some(p) => text.push_str(&format!(" · ${:.4}", cost(usage, p))),
-        None => text.push_str(" · cost unknown (no prices for this model)"),
+    match session_cost(usage, info) {
+        Some(c) => text.push_str(&format!(" · ${c:.4}")),
+        None => text.push_str(" · cost unknown (no prices for a model this session used)"),
+    }
+    if usage.by_model.len() > 1 {
+        for (model, t) in &usage.by_model {
+            let priced = info
+                .model_entry(None, model)
+                .and_then(|m| m.prices)
+                .map_or("no prices".to_owned(), |p| format!("${:.4}", cost(t, p)));
+            text.push_str(&format!(
+                "\n  {model}: {} in · {} out · {priced}",
+                g(t.input + t.cache_read),
+                g(t.output)
+            ));
+        }
     }
     text
 }
-/// `1234567` as `1,234,567`: counts people read at a glance (pasted characters, tokens in
-/// the chat's and `dsh run`'s usage line).
-pub fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+
+pub use dsh_harness::usage::group_thousands;

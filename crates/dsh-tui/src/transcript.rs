@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use dsh_session::{
-    CallId, CancelCause, ContentBlock, EventKind, MessageSource, SessionEvent, StreamChunk,
-    TokenUsage, ToolResult, TurnEndReason,
+    CallId, CancelCause, ContentBlock, EventKind, LiveUpdate, MessageSource, SessionEvent,
+    StreamChunk, TokenUsage, ToolResult, TurnEndReason,
 };
 use ratatui::text::Line;
 use serde_json::Value;
@@ -17,8 +17,19 @@ use crate::cell::{Cell, CellKind, ToolCard, ToolState, summarize};
 use crate::diff;
 use crate::sanitize::sanitize;
 
-/// Token totals and the last request's context use, from the log.
+/// Tokens of one model's requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// Uncached input tokens.
+    pub input: u64,
+    /// Cached input tokens.
+    pub cache_read: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+/// Token totals and the last request's context use, from the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Uncached input tokens, summed over the session's requests.
     pub input: u64,
@@ -30,6 +41,11 @@ pub struct Usage {
     pub last_input: u64,
     /// The model's context window, from the latest `request/context`.
     pub context_window: Option<u64>,
+    /// The same totals per model (each is priced by its own model: a session that switched
+    /// models, and compaction summaries, are billed at their model's prices).
+    pub by_model: std::collections::BTreeMap<String, Tokens>,
+    /// Requests that reported usage.
+    pub requests: u64,
 }
 
 /// What the transcript learned that the status line shows.
@@ -51,10 +67,14 @@ pub struct Transcript {
     active_text: Option<usize>,
     active_reasoning: Option<usize>,
     child_calls: HashMap<CallId, String>,
+    /// Why the guard refused a call (by call id), until its result arrives.
+    denials: HashMap<String, (String, String)>,
     /// Token accounting.
     pub usage: Usage,
     /// Turn state.
     pub activity: Activity,
+    /// Compactions that ended (a front end tells its own report from the log's).
+    pub compactions: u64,
     /// Every card expanded (Ctrl+O).
     pub expand_all: bool,
 }
@@ -130,7 +150,10 @@ impl Transcript {
                 MessageSource::User => {
                     self.push(CellKind::User(sanitize(&m.text())));
                 }
-                MessageSource::Plugin { plugin, .. } if plugin != "dsh-system-prompt" => {
+                // A compaction's checkpoint is announced by its end notice.
+                MessageSource::Plugin { plugin, .. }
+                    if plugin != "dsh-system-prompt" && plugin != COMPACTION_PLUGIN =>
+                {
                     self.push(CellKind::Context(sanitize(&m.text())));
                 }
                 _ => {}
@@ -212,39 +235,51 @@ impl Transcript {
                     }
                     None => {}
                 }
-                if let Some(u) = &m.usage {
-                    self.add_usage(u);
+                if let (Some(u), MessageSource::Model { model, .. }) = (&m.usage, &m.message.source)
+                {
+                    self.add_usage(model, u);
+                    self.usage.last_input = u.input_tokens + u.cache_read_tokens.unwrap_or(0);
                 }
             }
             EventKind::ToolCall(c) => {
                 let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
-                let card = ToolCard {
-                    name: c.name.clone(),
-                    summary: sanitize(&summarize(&args, &c.arguments)),
-                    output: String::new(),
-                    diff: diff::for_call(&c.name, &args),
-                    state: ToolState::Running,
-                    children: Vec::new(),
-                };
+                let mut card =
+                    ToolCard::new(c.name.clone(), sanitize(&summarize(&args, &c.arguments)));
+                card.diff = diff::for_call(&c.name, &args);
+                card.lang = diff::language(&args);
                 let i = self.push(CellKind::Tool(Box::new(card)));
                 self.calls.insert(c.call_id.clone(), i);
                 self.activity.tool = Some(c.name.clone());
             }
             EventKind::ToolResult(r) => {
-                let Some(i) = result_call(r).and_then(|id| self.calls.get(&id).copied()) else {
+                let Some(call) = result_call(r) else {
+                    return;
+                };
+                let denial = self.denials.remove(call.as_str());
+                let Some(i) = self.calls.get(&call).copied() else {
                     return;
                 };
                 if let CellKind::Tool(card) = &mut self.cells[i].kind {
-                    let (text, failed) = r.text_and_error();
-                    card.output = sanitize(&text);
-                    let mut outcome = r.outcome();
-                    if outcome == "ok" && card.name == "bash" {
-                        outcome = "exit 0".to_owned();
-                    }
-                    card.state = ToolState::Done { outcome, failed };
+                    finish_card(card, r, denial);
                 }
                 self.cells[i].touch();
                 self.activity.tool = None;
+            }
+            EventKind::Other { type_name, data } if type_name == DECISION_EVENT => {
+                self.decision(data);
+            }
+            EventKind::Other { type_name, data } if type_name == COMPACTION_SUMMARY => {
+                let usage = data
+                    .get("usage")
+                    .and_then(|u| serde_json::from_value::<TokenUsage>(u.clone()).ok());
+                let model = data.get("model").and_then(Value::as_str).unwrap_or("");
+                if let Some(u) = usage {
+                    self.add_usage(model, &u);
+                }
+            }
+            EventKind::Other { type_name, data } if type_name == COMPACTION_END => {
+                self.compactions += 1;
+                self.notice(compaction_text(data));
             }
             EventKind::TurnEnd(t) => {
                 self.active_text = None;
@@ -292,23 +327,111 @@ impl Transcript {
             }
             _ => return,
         };
-        let parent = self.cells.iter().rposition(|c| {
-            matches!(&c.kind, CellKind::Tool(card) if card.name == "subagent" && card.state == ToolState::Running)
-        });
-        if let Some(i) = parent {
+        if let Some(i) = self.running_subagent() {
             if let CellKind::Tool(card) = &mut self.cells[i].kind {
                 card.children.push(line);
+                card.child_live = None;
             }
             self.cells[i].touch();
         }
     }
 
-    fn add_usage(&mut self, u: &TokenUsage) {
+    /// The newest running `subagent` card.
+    fn running_subagent(&self) -> Option<usize> {
+        self.cells.iter().rposition(|c| {
+            matches!(&c.kind, CellKind::Tool(card) if card.name == "subagent" && card.state == ToolState::Running)
+        })
+    }
+
+    /// A live update of the session on screen (`child`: of one of its subagents): output
+    /// and progress of a running call, shown in its card until the result replaces them.
+    pub fn live(&mut self, update: &LiveUpdate, child: bool) {
+        if child {
+            // A subagent's running command: its latest line under the subagent's card.
+            let LiveUpdate::ToolOutput { text, .. } = update else {
+                return;
+            };
+            let Some(last) = sanitize(text)
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+            else {
+                return;
+            };
+            if let Some(i) = self.running_subagent() {
+                if let CellKind::Tool(card) = &mut self.cells[i].kind {
+                    card.child_live = Some(last);
+                }
+                self.cells[i].touch();
+            }
+            return;
+        }
+        let Some(i) = self.calls.get(update.call_id()).copied() else {
+            return;
+        };
+        let CellKind::Tool(card) = &mut self.cells[i].kind else {
+            return;
+        };
+        // The result is authoritative: anything late is ignored.
+        if card.state != ToolState::Running {
+            return;
+        }
+        match update {
+            LiveUpdate::ToolOutput { text, skipped, .. } => {
+                if *skipped > 0 {
+                    card.push_live(&format!("\n… {skipped} bytes skipped …\n"));
+                }
+                card.push_live(text);
+            }
+            LiveUpdate::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                let amount = match total {
+                    Some(t) => format!("{progress}/{t}"),
+                    None => progress.to_string(),
+                };
+                let text = match message {
+                    Some(m) => format!("{amount} {}", sanitize(m)),
+                    None => amount,
+                };
+                card.progress = Some(text.lines().next().unwrap_or("").to_owned());
+            }
+        }
+        self.cells[i].touch();
+    }
+
+    /// A guard decision (`approval/decided`): a refusal is remembered for the call's card.
+    fn decision(&mut self, data: &Value) {
+        let field = |k: &str| data.get(k).and_then(Value::as_str);
+        let Some(call) = field("callId") else {
+            return;
+        };
+        let by = match (field("verdict"), field("by"), field("answer")) {
+            (Some("deny"), Some("mode"), _) => "the sandbox",
+            (Some("deny"), Some("rule"), _) => "a rule",
+            (Some("deny"), _, _) => "the approval policy",
+            (_, Some("user"), Some("rejected")) => "you",
+            _ => return,
+        };
+        let reason = field("reason").unwrap_or("").to_owned();
+        self.denials
+            .insert(call.to_owned(), (by.to_owned(), sanitize(&reason)));
+    }
+
+    fn add_usage(&mut self, model: &str, u: &TokenUsage) {
         let cached = u.cache_read_tokens.unwrap_or(0);
         self.usage.input += u.input_tokens;
         self.usage.cache_read += cached;
         self.usage.output += u.output_tokens;
-        self.usage.last_input = u.input_tokens + cached;
+        self.usage.requests += 1;
+        let m = self.usage.by_model.entry(model.to_owned()).or_default();
+        m.input += u.input_tokens;
+        m.cache_read += cached;
+        m.output += u.output_tokens;
     }
 
     /// Total rows at `width`.
@@ -341,6 +464,92 @@ impl Transcript {
         }
         out
     }
+}
+
+/// The guard's log event of a decision or an answer.
+const DECISION_EVENT: &str = "approval/decided";
+/// Compaction's events (its crate is not a dependency of the UI; the names are its log
+/// vocabulary).
+const COMPACTION_PLUGIN: &str = "dsh-compaction";
+const COMPACTION_SUMMARY: &str = "compaction/summary";
+const COMPACTION_END: &str = "compaction/end";
+
+/// Settles a card with its result: the outcome, whether it failed, what it printed, a refusal
+/// (its reason is the card's text, said once) or a write the sandbox blocked.
+fn finish_card(card: &mut ToolCard, r: &ToolResult, denial: Option<(String, String)>) {
+    let (text, is_error) = r.text_and_error();
+    card.live.clear();
+    card.progress = None;
+    card.child_live = None;
+    if is_error && let Some((by, reason)) = denial {
+        card.state = ToolState::Denied { by };
+        card.output = if reason.is_empty() {
+            sanitize(text.strip_prefix("Error: ").unwrap_or(&text))
+        } else {
+            reason
+        };
+        return;
+    }
+    card.output = sanitize(&text);
+    card.blocked = blocked_path(&text);
+    let mut outcome = r.outcome();
+    let failed = if is_error {
+        outcome = match &r.error {
+            Some(e) => format!("failed · {}", e.code),
+            None => "failed".to_owned(),
+        };
+        true
+    } else {
+        outcome.starts_with("exit ") && outcome != "exit 0"
+            || outcome.starts_with("killed")
+            || outcome == "timed out"
+    };
+    if outcome == "ok" && card.name == "bash" {
+        outcome = "exit 0".to_owned();
+    }
+    card.state = ToolState::Done { outcome, failed };
+}
+
+/// The path in the guard's `[sandbox] write to PATH blocked: …` note.
+fn blocked_path(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("[sandbox] write to ")?;
+        let end = rest.find(" blocked")?;
+        Some(sanitize(&rest[..end]))
+    })
+}
+
+/// `context compacted: ~41,000 → ~9,000 tokens` from a `compaction/end` record.
+fn compaction_text(data: &Value) -> String {
+    let after = data.get("tokensAfter").and_then(Value::as_u64);
+    let pruned = data.get("pruned").and_then(Value::as_u64).unwrap_or(0);
+    let summarized = data.get("summarized").and_then(Value::as_bool) == Some(true);
+    if let Some(error) = data.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("stopped");
+        return format!("⊘ compaction stopped: {}", sanitize(message));
+    }
+    let mut what = Vec::new();
+    if summarized {
+        what.push("older history summarized".to_owned());
+    }
+    if pruned > 0 {
+        what.push(format!("{pruned} old tool results trimmed"));
+    }
+    if what.is_empty() {
+        what.push("nothing to compact".to_owned());
+    }
+    let mut text = format!("── context compacted: {}", what.join(", "));
+    if let Some(after) = after {
+        text.push_str(&format!(
+            " (now ~{} tokens)",
+            crate::status::group_thousands(after)
+        ));
+    }
+    text.push_str(" ──");
+    text
 }
 
 fn result_call(r: &ToolResult) -> Option<CallId> {

@@ -11,7 +11,6 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
-use serde_json::Value;
 
 use crate::app::{App, Overlay};
 use crate::diff;
@@ -31,13 +30,13 @@ const PENDING_ROWS: usize = 3;
 pub fn draw(frame: &mut Frame<'_>, app: &mut App, now: Instant) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        frame.render_widget(
-            Paragraph::new(format!(
-                "terminal too small ({}×{}): need {MIN_WIDTH}×{MIN_HEIGHT}",
-                area.width, area.height
-            )),
-            area,
+        // Wrapped, so the message itself is never cut off.
+        let text = format!(
+            "terminal too small ({}×{}): need {MIN_WIDTH}×{MIN_HEIGHT}",
+            area.width, area.height
         );
+        let rows = wrap_line(&Line::raw(text), area.width as usize, 0);
+        frame.render_widget(Paragraph::new(rows), area);
         return;
     }
     let width = area.width as usize;
@@ -179,9 +178,10 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
         let args = r.arguments.as_ref();
         match diff::for_call(&r.tool_name, args) {
             Some(d) => {
-                for row in diff::render(&d, width.saturating_sub(2))
-                    .into_iter()
-                    .take(8)
+                for row in
+                    diff::render(&d, width.saturating_sub(2), diff::language(args).as_deref())
+                        .into_iter()
+                        .take(8)
                 {
                     let mut spans = vec![Span::raw("  ")];
                     spans.extend(row.spans);
@@ -189,12 +189,16 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
                 }
             }
             None => {
-                let shown = ["command", "file_path", "path"]
-                    .iter()
-                    .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_else(|| args.to_string());
+                // What the call declared it does (its command, else its file), else its
+                // arguments as they are.
+                let subject = r.subject();
+                let (lead, shown) = match (r.effects.command(), subject.is_empty()) {
+                    (Some(_), _) => ("$ ", subject),
+                    (None, false) => ("", subject),
+                    (None, true) => ("", args.to_string()),
+                };
                 for l in shown.lines().take(4) {
-                    out.extend(wrap_line(&Line::raw(format!("  $ {l}")), width, 4));
+                    out.extend(wrap_line(&Line::raw(format!("  {lead}{l}")), width, 4));
                 }
             }
         }
@@ -210,22 +214,34 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
             None => "  tab back to the card".to_owned(),
         };
         out.push(Line::styled(truncate(&keys, width), dim));
-    } else if !app.pending.is_empty() {
-        for p in app.pending.iter().take(PENDING_ROWS) {
-            let (glyph, what) = if p.steer {
-                ("↳", "steer")
-            } else {
-                ("⇥", "queued")
-            };
-            let first = p.text.lines().next().unwrap_or("");
+    } else if !app.pending.is_empty() || !app.deferred.is_empty() {
+        let mut rows: Vec<String> = app
+            .pending
+            .iter()
+            .map(|p| {
+                let (glyph, what) = if p.steer {
+                    ("↳", "steer")
+                } else {
+                    ("⇥", "queued")
+                };
+                let first = p.text.lines().next().unwrap_or("");
+                format!("{glyph} {what}: {first}")
+            })
+            .collect();
+        rows.extend(
+            app.deferred
+                .iter()
+                .map(|c| format!("⇥ after the turn: {}", c.describe())),
+        );
+        for row in rows.iter().take(PENDING_ROWS) {
             out.push(Line::styled(
-                truncate(&format!("{glyph} {what}: {first}"), width),
+                truncate(row, width),
                 Style::new().fg(Color::Cyan),
             ));
         }
-        if app.pending.len() > PENDING_ROWS {
+        if rows.len() > PENDING_ROWS {
             out.push(Line::styled(
-                format!("  +{} more", app.pending.len() - PENDING_ROWS),
+                format!("  +{} more", rows.len() - PENDING_ROWS),
                 dim,
             ));
         }
@@ -242,7 +258,16 @@ fn bottom_rows(app: &App, width: usize, now: Instant) -> Vec<Line<'static>> {
         .as_ref()
         .filter(|(_, until)| now < *until)
         .map(|(t, _)| t.clone());
-    if app.running() {
+    if let Some(busy) = &app.busy {
+        let mut text = status::busy_indicator(busy, now);
+        if let Some(h) = &hint {
+            text = format!("{text} · {h}");
+        }
+        out.push(Line::styled(
+            truncate(&text, width),
+            Style::new().fg(Color::Magenta),
+        ));
+    } else if app.running() {
         let mut text = status::indicator(
             &app.transcript.activity,
             !app.cards.is_empty(),
@@ -292,7 +317,7 @@ fn popup_rows(app: &App, width: usize) -> Vec<Line<'static>> {
                 Style::new()
             };
             let head = format!("/{name} {args}");
-            Line::styled(truncate(&format!("  {head:<16} {what}"), width), style)
+            Line::styled(truncate(&format!("  {head:<22} {what}"), width), style)
         })
         .collect()
 }
@@ -356,8 +381,42 @@ fn composer_rows(app: &App, width: usize) -> (Vec<Line<'static>>, (usize, usize)
     (rows, pos)
 }
 
-fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
+/// A picker: its title, the filter, then its rows (`None` while loading), the selected one
+/// reversed.
+fn picker_lines(
+    title: &str,
+    filter: &str,
+    rows: Option<Vec<String>>,
+    empty: &str,
+    selected: usize,
+    area: Rect,
+) -> Vec<Line<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
+    let width = area.width as usize;
+    let mut lines = vec![
+        Line::styled(title.to_owned(), Style::new().add_modifier(Modifier::BOLD)),
+        Line::raw(format!("filter: {filter}▏")),
+    ];
+    let Some(rows) = rows else {
+        lines.push(Line::styled("loading…", dim));
+        return lines;
+    };
+    if rows.is_empty() {
+        lines.push(Line::styled(empty.to_owned(), dim));
+    }
+    let shown = area.height.saturating_sub(3) as usize;
+    for (i, text) in rows.iter().enumerate().take(shown) {
+        let style = if i == selected {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(truncate(text, width), style));
+    }
+    lines
+}
+
+fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let width = area.width as usize;
     let lines: Vec<Line<'static>> = match overlay {
@@ -368,44 +427,67 @@ fn draw_overlay(frame: &mut Frame<'_>, overlay: &Overlay, area: Rect) {
             }
             lines
         }
+        Overlay::Models(p) => {
+            let rows = p
+                .filtered()
+                .iter()
+                .map(|m| {
+                    let window = m
+                        .context_window
+                        .map_or("?".to_owned(), |w| format!("{}k", w / 1000));
+                    let prices = m.prices.map_or("no prices".to_owned(), |p| {
+                        format!(
+                            "${} in · ${} cached · ${} out per M",
+                            p.input, p.cache_read, p.output
+                        )
+                    });
+                    format!(
+                        "{:<28} {:<12} {:>6} window · {prices}",
+                        m.id, m.provider, window
+                    )
+                })
+                .collect();
+            let title = "Switch model · type to filter · enter switches · esc closes";
+            picker_lines(
+                title,
+                &p.filter,
+                Some(rows),
+                "no matching models",
+                p.selected,
+                area,
+            )
+        }
+        Overlay::Rewind(p) => p.lines(width, area.height as usize),
         Overlay::Picker(p) => {
-            let mut lines = vec![
-                Line::styled(
-                    "Resume a session · type to filter · enter opens · esc closes",
-                    bold,
-                ),
-                Line::raw(format!("filter: {}▏", p.filter)),
-            ];
-            match &p.entries {
-                None => lines.push(Line::styled("loading…", dim)),
-                Some(_) => {
-                    let rows = p.filtered();
-                    if rows.is_empty() {
-                        lines.push(Line::styled("no matching sessions", dim));
-                    }
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as u64);
-                    for (i, e) in rows
-                        .iter()
-                        .enumerate()
-                        .take(area.height.saturating_sub(3) as usize)
-                    {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let rows = p.entries.as_ref().map(|_| {
+                p.filtered()
+                    .iter()
+                    .map(|e| {
                         let age = age(now.saturating_sub(e.last_activity));
                         let turns = e.turns.map_or("?".to_owned(), |t| t.to_string());
                         let prompt = e.first_prompt.as_deref().unwrap_or("(no prompt)");
                         let prompt = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let text = format!("{:>4} · {turns:>3} turns · {prompt}", age);
-                        let style = if i == p.selected {
-                            Style::new().add_modifier(Modifier::REVERSED)
-                        } else {
-                            Style::new()
-                        };
-                        lines.push(Line::styled(truncate(&text, width), style));
-                    }
-                }
-            }
-            lines
+                        // Enough of the id to tell sessions apart, and a prefix `/resume`
+                        // takes as it is.
+                        let id = e.id.as_str();
+                        let keep = if id.starts_with("session-") { 16 } else { 8 };
+                        let short: String = id.chars().take(keep).collect();
+                        format!("{short}  {age:>4} · {turns:>3} turns · {prompt}")
+                    })
+                    .collect()
+            });
+            let title = "Resume a session · type to filter · enter opens · esc closes";
+            picker_lines(
+                title,
+                &p.filter,
+                rows,
+                "no matching sessions",
+                p.selected,
+                area,
+            )
         }
     };
     frame.render_widget(Clear, area);

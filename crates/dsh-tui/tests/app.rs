@@ -5,37 +5,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use dsh_session::{CancelCause, TurnEndReason};
 use dsh_tui::app::{App, Effect};
 use dsh_tui::approval::{ARMING, Answer, Card};
 use dsh_tui::transcript::Transcript;
 use serde_json::json;
-use support::{Log, app_with, rows, screen};
-
-fn key(app: &mut App, code: KeyCode, now: Instant) -> Vec<Effect> {
-    app.handle(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), now)
-}
-
-fn ctrl(app: &mut App, c: char, now: Instant) -> Vec<Effect> {
-    app.handle(
-        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
-        now,
-    )
-}
-
-fn type_text(app: &mut App, text: &str, now: Instant) {
-    for c in text.chars() {
-        key(app, KeyCode::Char(c), now);
-    }
-}
-
-fn running_app(now: Instant) -> App {
-    let mut log = Log::default();
-    log.turn_start(1);
-    log.user("start");
-    app_with(&log.events, now)
-}
+use support::{Log, app_with, ctrl, key, rows, running_app, screen, type_text};
 
 #[test]
 fn enter_sends_when_idle_and_steers_while_running_and_tab_queues() {
@@ -325,13 +301,19 @@ fn no_color_leaves_no_coloured_cell() {
 }
 
 #[test]
-fn switching_sessions_while_a_turn_runs_is_refused() {
+fn switching_sessions_waits_for_the_turn_to_end_in_the_pending_strip() {
     let now = Instant::now();
     let mut app = running_app(now);
     type_text(&mut app, "/new", now);
     assert!(key(&mut app, KeyCode::Enter, now).is_empty());
-    let screen = rows(&screen(&mut app, 80, 24, now)).join("\n");
-    assert!(screen.contains("cancel it first"), "{screen}");
+    assert!(app.take_due().is_empty(), "nothing runs under the turn");
+    let shown = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    assert!(shown.contains("⇥ after the turn: /new"), "{shown}");
+    let mut log = Log::default();
+    let end = log.end(1, TurnEndReason::Completed);
+    app.session_event(&end, false, now);
+    assert_eq!(app.take_due(), [Effect::New]);
+    assert!(app.deferred.is_empty());
 }
 
 #[test]
@@ -476,11 +458,17 @@ fn the_status_shows_retries_context_use_tokens_and_cache_share() {
         interrupted: false,
     }));
     app.session_event(&msg, false, now);
-    let shown = rows(&screen(&mut app, 80, 24, now));
+    let shown = rows(&screen(&mut app, 120, 24, now));
     let status = shown.last().unwrap();
     assert_eq!(
         status,
-        "deepseek-chat · no sandbox · ctx 40% · 42k tok · cache 75%"
+        "deepseek-chat · workspace-write · ask · network off · ctx 40% · 42k tok · $0.00 · cache 75%"
+    );
+    // Narrow: the least important fields go first, the mode stays.
+    let narrow = rows(&screen(&mut app, 60, 24, now));
+    assert_eq!(
+        narrow.last().unwrap(),
+        "deepseek-chat · workspace-write · ask · network off"
     );
     assert!(
         !shown.join("\n").contains("⠋ retrying"),

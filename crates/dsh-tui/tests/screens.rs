@@ -119,6 +119,7 @@ fn help_and_the_resume_picker_are_overlays() {
         ]),
         filter: "kil".into(),
         selected: 0,
+        unresolved: None,
     }));
     assert_snapshot!("picker_80x24", screen(&mut app, 80, 24, now).backend());
 }

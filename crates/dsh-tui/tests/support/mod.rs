@@ -112,11 +112,16 @@ pub fn info() -> HostInfo {
         model: "deepseek-chat".into(),
         provider: "deepseek".into(),
         cwd: "/work/project".into(),
-        mode: "no sandbox".into(),
+        mode: "workspace-write · ask · network off".into(),
         models: vec![ModelEntry {
             id: "deepseek-chat".into(),
+            provider: "deepseek".into(),
             context_window: Some(128_000),
-            prices: None,
+            prices: Some(dsh_tui::Prices {
+                input: 0.28,
+                cache_read: 0.028,
+                output: 0.42,
+            }),
         }],
     }
 }
@@ -176,4 +181,38 @@ pub fn ask(
         reply,
     };
     (ask, answer)
+}
+
+/// A key without modifiers.
+pub fn key(
+    app: &mut App,
+    code: crossterm::event::KeyCode,
+    now: Instant,
+) -> Vec<dsh_tui::app::Effect> {
+    use crossterm::event::{Event, KeyEvent, KeyModifiers};
+    app.handle(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)), now)
+}
+
+/// Ctrl + `c`.
+pub fn ctrl(app: &mut App, c: char, now: Instant) -> Vec<dsh_tui::app::Effect> {
+    use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+    app.handle(
+        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+        now,
+    )
+}
+
+/// Types `text` key by key.
+pub fn type_text(app: &mut App, text: &str, now: Instant) {
+    for c in text.chars() {
+        key(app, crossterm::event::KeyCode::Char(c), now);
+    }
+}
+
+/// An app whose session has a running turn.
+pub fn running_app(now: Instant) -> App {
+    let mut log = Log::default();
+    log.turn_start(1);
+    log.user("start");
+    app_with(&log.events, now)
 }

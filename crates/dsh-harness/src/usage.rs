@@ -1,6 +1,7 @@
 //! What a session used and cost, for people and scripts: the one-line summary `dsh run` prints
-//! on a terminal and `/context` prints in the chat, and the `usage`/`costUsd` of the result
-//! object. Token counts are the provider's own reports; prices come from the model catalog.
+//! on a terminal and `/context` prints in the chat, the `usage`/`costUsd` of `dsh run`'s result
+//! object, and what `/compact` says in every front end. Token counts are the provider's own
+//! reports; prices come from the model catalog. One module, so the front ends say the same.
 
 use std::sync::Arc;
 
@@ -8,11 +9,24 @@ use dsh_agent::AgentRef;
 use dsh_compaction::{ContextUse, SessionUsage, cost_usd};
 use dsh_llm::ModelCatalog;
 use dsh_session::{Session, SessionEvent};
-use dsh_tui::status::group_thousands as thousands;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use dsh_harness::Harness;
+use crate::Harness;
+
+/// `1234567` as `1,234,567`: counts people read at a glance (pasted characters, tokens in
+/// the usage line and the terminal UI).
+pub fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// The `usage` object of the result line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -57,8 +71,11 @@ pub fn summary_line(session: &Session, context: &ContextUse, catalog: &ModelCata
     let (usage, cost) = of(&events, 0, catalog);
     let mut parts = Vec::new();
     match (context.percent(), context.window) {
-        (Some(p), Some(w)) => parts.push(format!("context {p:.0}% of {}", thousands(w))),
-        _ => parts.push(format!("context {} tokens", thousands(context.tokens))),
+        (Some(p), Some(w)) => parts.push(format!("context {p:.0}% of {}", group_thousands(w))),
+        _ => parts.push(format!(
+            "context {} tokens",
+            group_thousands(context.tokens)
+        )),
     }
     let input = usage.input_tokens + usage.cached_input_tokens;
     let cached = if input > 0 {
@@ -69,8 +86,8 @@ pub fn summary_line(session: &Session, context: &ContextUse, catalog: &ModelCata
     } else {
         String::new()
     };
-    parts.push(format!("{} tokens in{cached}", thousands(input)));
-    parts.push(format!("{} out", thousands(usage.output_tokens)));
+    parts.push(format!("{} tokens in{cached}", group_thousands(input)));
+    parts.push(format!("{} out", group_thousands(usage.output_tokens)));
     if let Some(cost) = cost {
         parts.push(format!("${cost:.4}"));
     }
@@ -92,24 +109,37 @@ pub fn context(harness: &Harness, agent: &AgentRef) -> String {
 /// `/compact [focus]`: compacts `agent`'s history now (it must be idle) and says what
 /// changed. The chat waits for it; the summary's output ceiling bounds how long.
 pub async fn compact(harness: &Harness, agent: &AgentRef, focus: Option<&str>) -> String {
+    match compact_with(harness, agent, focus, &CancellationToken::new()).await {
+        Ok(text) => text,
+        Err(text) => text,
+    }
+}
+
+/// [`compact`], stopped early when `cancel` fires (the terminal UI's Esc): `Err` says why
+/// nothing was compacted.
+pub async fn compact_with(
+    harness: &Harness,
+    agent: &AgentRef,
+    focus: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
     let Some(service) = harness.compaction() else {
-        return "compaction is not mounted".to_owned();
+        return Err("compaction is not mounted".to_owned());
     };
-    match service
-        .compact_now(agent, focus, &CancellationToken::new())
-        .await
-    {
-        Ok(o) => format!(
+    match service.compact_now(agent, focus, cancel).await {
+        // Its `compaction/end` says it stopped.
+        _ if cancel.is_cancelled() => Ok("not compacted: stopped".to_owned()),
+        Ok(o) => Ok(format!(
             "compacted: ~{} → ~{} tokens{}",
-            thousands(o.tokens_before),
-            thousands(o.tokens_after),
+            group_thousands(o.tokens_before),
+            group_thousands(o.tokens_after),
             if o.summarized {
                 ""
             } else {
                 " (nothing summarized)"
             }
-        ),
-        Err(e) => format!("not compacted: {e}"),
+        )),
+        Err(e) => Err(format!("not compacted: {e}")),
     }
 }
 

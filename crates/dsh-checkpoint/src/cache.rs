@@ -1,0 +1,299 @@
+//! The stat cache: what each file looked like when it was last hashed, so a checkpoint reads
+//! only files that changed (git's index does the same for `git status`).
+//!
+//! A file is taken as unchanged when its modification and change times, size, inode and mode
+//! all match its entry, and the entry is *trusted*: it was recorded at least
+//! [`RACY_WINDOW`] after the file last changed. A file written twice within one timestamp tick
+//! keeps its stat but not its content, so an entry recorded that soon after a change is
+//! rehashed next time instead (git calls such entries racily clean).
+//!
+//! The cache lives beside the store (`dsh-index`), written whole to a temporary file and
+//! renamed; it is only a cache, so a damaged or missing one means every file is hashed once.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gix::ObjectId;
+use gix::objs::tree::EntryKind;
+
+use crate::path::RelPath;
+
+/// How long after a file's last change its stat is trusted to stand for its content.
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The file holding the cache.
+pub const CACHE_FILE: &str = "dsh-index";
+
+const MAGIC: &[u8; 8] = b"DSHIDX01";
+
+/// What a file looked like when it was hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    size: u64,
+    ino: u64,
+    mode: u32,
+}
+
+impl Stat {
+    /// The stat of `meta`.
+    pub fn of(meta: &Metadata) -> Self {
+        Self {
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            size: meta.size(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+        }
+    }
+
+    /// Whether a change at this stat is old enough, at `now`, for the stat to be trusted.
+    fn settled(&self, now: SystemTime) -> bool {
+        let latest = self.mtime.max(self.ctime);
+        let changed = UNIX_EPOCH
+            + Duration::from_secs(latest.0.max(0) as u64)
+            + Duration::from_nanos(latest.1.max(0) as u64);
+        changed + RACY_WINDOW <= now
+    }
+}
+
+/// One cached file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cached {
+    stat: Stat,
+    trusted: bool,
+    /// The tree kind it was recorded as.
+    pub kind: EntryKind,
+    /// Its blob.
+    pub oid: ObjectId,
+}
+
+/// The stat cache of one workspace.
+#[derive(Clone, Debug, Default)]
+pub struct StatCache {
+    entries: HashMap<RelPath, Cached>,
+    /// Changed since loaded or saved.
+    dirty: bool,
+}
+
+impl StatCache {
+    /// The blob `path` still has, when its stat matches a trusted entry.
+    pub fn fresh(&self, path: &[u8], stat: &Stat) -> Option<&Cached> {
+        self.entries
+            .get(path)
+            .filter(|c| c.trusted && c.stat == *stat)
+    }
+
+    /// Records that `path`, at `stat`, hashed to `oid`, as seen at `now`.
+    pub fn record(
+        &mut self,
+        path: RelPath,
+        stat: Stat,
+        kind: EntryKind,
+        oid: ObjectId,
+        now: SystemTime,
+    ) {
+        let cached = Cached {
+            trusted: stat.settled(now),
+            stat,
+            kind,
+            oid,
+        };
+        if self.entries.get(&path) != Some(&cached) {
+            self.entries.insert(path, cached);
+            self.dirty = true;
+        }
+    }
+
+    /// Keeps only the paths `keep` says are still there.
+    pub fn retain(&mut self, keep: impl Fn(&[u8]) -> bool) {
+        let before = self.entries.len();
+        self.entries.retain(|p, _| keep(p));
+        self.dirty |= self.entries.len() != before;
+    }
+
+    /// How many files are cached.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether entries changed since the last load or save.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Loads the cache in `dir`; empty when missing or unreadable.
+    pub fn load(dir: &Path) -> Self {
+        std::fs::read(dir.join(CACHE_FILE))
+            .ok()
+            .and_then(|bytes| decode(&bytes))
+            .map(|entries| Self {
+                entries,
+                dirty: false,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Writes the cache to `dir` (temporary file, then rename).
+    pub fn save(&mut self, dir: &Path) -> std::io::Result<()> {
+        let tmp = dir.join(format!("{CACHE_FILE}.tmp"));
+        std::fs::write(&tmp, encode(&self.entries))?;
+        std::fs::rename(&tmp, dir.join(CACHE_FILE))?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+fn kind_code(kind: EntryKind) -> u8 {
+    match kind {
+        EntryKind::Blob => 0,
+        EntryKind::BlobExecutable => 1,
+        EntryKind::Link => 2,
+        EntryKind::Tree => 3,
+        EntryKind::Commit => 4,
+    }
+}
+
+fn code_kind(code: u8) -> Option<EntryKind> {
+    Some(match code {
+        0 => EntryKind::Blob,
+        1 => EntryKind::BlobExecutable,
+        2 => EntryKind::Link,
+        3 => EntryKind::Tree,
+        4 => EntryKind::Commit,
+        _ => return None,
+    })
+}
+
+fn encode(entries: &HashMap<RelPath, Cached>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + entries.len() * 96);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for (path, c) in entries {
+        out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        out.extend_from_slice(path);
+        for v in [
+            c.stat.mtime.0,
+            c.stat.mtime.1,
+            c.stat.ctime.0,
+            c.stat.ctime.1,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&c.stat.size.to_le_bytes());
+        out.extend_from_slice(&c.stat.ino.to_le_bytes());
+        out.extend_from_slice(&c.stat.mode.to_le_bytes());
+        out.push(u8::from(c.trusted));
+        out.push(kind_code(c.kind));
+        out.extend_from_slice(c.oid.as_bytes());
+    }
+    out
+}
+
+/// Reads bytes in order; `None` once they run out.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+}
+
+fn decode(bytes: &[u8]) -> Option<HashMap<RelPath, Cached>> {
+    let mut r = Reader(bytes);
+    if r.take(8)? != MAGIC {
+        return None;
+    }
+    let n = r.u64()?;
+    let mut entries = HashMap::with_capacity(n.min(1 << 20) as usize);
+    for _ in 0..n {
+        let len = r.u32()? as usize;
+        let path = r.take(len)?.to_vec();
+        let stat = Stat {
+            mtime: (r.i64()?, r.i64()?),
+            ctime: (r.i64()?, r.i64()?),
+            size: r.u64()?,
+            ino: r.u64()?,
+            mode: r.u32()?,
+        };
+        let trusted = r.take(1)?[0] == 1;
+        let kind = code_kind(r.take(1)?[0])?;
+        let oid = ObjectId::try_from(r.take(20)?).ok()?;
+        entries.insert(
+            path,
+            Cached {
+                stat,
+                trusted,
+                kind,
+                oid,
+            },
+        );
+    }
+    r.0.is_empty().then_some(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_cache_round_trips_and_a_damaged_one_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let stat = Stat::of(&std::fs::symlink_metadata(&file).unwrap());
+        let mut cache = StatCache::default();
+        let later = SystemTime::now() + Duration::from_secs(60);
+        cache.record(
+            b"f".to_vec(),
+            stat,
+            EntryKind::Blob,
+            crate::store::empty_tree(),
+            later,
+        );
+        cache.save(dir.path()).unwrap();
+        let loaded = StatCache::load(dir.path());
+        assert!(loaded.fresh(b"f", &stat).is_some());
+        let mut bytes = std::fs::read(dir.path().join(CACHE_FILE)).unwrap();
+        bytes.pop();
+        std::fs::write(dir.path().join(CACHE_FILE), bytes).unwrap();
+        assert!(StatCache::load(dir.path()).fresh(b"f", &stat).is_none());
+    }
+
+    #[test]
+    fn a_stat_recorded_right_after_a_change_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let stat = Stat::of(&std::fs::symlink_metadata(&file).unwrap());
+        let mut cache = StatCache::default();
+        cache.record(
+            b"f".to_vec(),
+            stat,
+            EntryKind::Blob,
+            crate::store::empty_tree(),
+            SystemTime::now(),
+        );
+        assert!(cache.fresh(b"f", &stat).is_none());
+    }
+}

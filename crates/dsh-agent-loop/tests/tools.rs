@@ -596,3 +596,32 @@ async fn a_call_whose_body_ran_but_whose_outcome_cannot_be_recorded_is_outcome_u
     );
     assert_balanced(a);
 }
+
+#[tokio::test]
+async fn a_model_without_vision_is_not_offered_tools_that_need_it() {
+    let h = harness().await;
+    h.tool(TestTool::new("look", &h.log).vision());
+    h.tool(TestTool::new("plain", &h.log));
+    h.script(Script::text("one"));
+    h.script(Script::text("two"));
+    let handle = h.agent().await;
+    let a = handle.agent();
+    a.followup(Message::user_text("go")).unwrap();
+    a.when_idle().await;
+    let mut model = dsh_llm::ModelInfo::new("scripted").with_context_window(128_000);
+    model.input_modalities = vec!["text".into(), "image".into()];
+    h.adapter.set_model(model);
+    a.followup(Message::user_text("again")).unwrap();
+    a.when_idle().await;
+    let offered: Vec<Vec<String>> = h
+        .adapter
+        .requests()
+        .iter()
+        .map(|r| {
+            let mut names: Vec<String> = r.tools.iter().map(|t| t.name.clone()).collect();
+            names.sort();
+            names
+        })
+        .collect();
+    assert_eq!(offered, [vec!["plain"], vec!["look", "plain"]]);
+}

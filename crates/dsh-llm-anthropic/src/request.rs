@@ -379,4 +379,61 @@ mod tests {
         let err = build_body(&config, &config.model_info("claude-sonnet-4-5"), &o).unwrap_err();
         assert_eq!(err.code, FailureCode::UnsupportedReasoningEffort);
     }
+
+    #[test]
+    fn images_go_as_base64_blocks_also_inside_tool_results() {
+        use dsh_llm::Attachments as _;
+        let store = Arc::new(dsh_testkit::MemoryAttachments::new());
+        let image = store
+            .put(dsh_testkit::TINY_PNG, "image/png", Some((2, 1)))
+            .unwrap();
+        let mut o = options(vec![
+            Message::user(
+                vec![
+                    ContentBlock::text("what is this?"),
+                    ContentBlock::Image {
+                        attachment: image.clone(),
+                    },
+                ],
+                MessageSource::User,
+            ),
+            assistant(
+                vec![ContentBlock::ToolCall {
+                    id: CallId::new("toolu_1"),
+                    name: "read_image".into(),
+                    arguments: "{}".into(),
+                }],
+                "anthropic",
+                None,
+            ),
+            Message::user(
+                vec![ContentBlock::ToolResult {
+                    tool_call_id: CallId::new("toolu_1"),
+                    content: vec![
+                        ContentBlock::text("a.png"),
+                        ContentBlock::Image { attachment: image },
+                    ],
+                    is_error: false,
+                }],
+                MessageSource::User,
+            ),
+        ]);
+        o.attachments = Some(store);
+        let b = body(&o);
+        let asked = &b["messages"][0]["content"];
+        assert_eq!(asked[1]["type"], "image");
+        assert_eq!(asked[1]["source"]["type"], "base64");
+        assert_eq!(asked[1]["source"]["media_type"], "image/png");
+        let data = asked[1]["source"]["data"].as_str().unwrap();
+        assert!(data.starts_with("iVBORw0KGgo"), "{data}");
+        // Anthropic takes images inside a tool_result: no extra message.
+        let result = &b["messages"][2]["content"][0];
+        assert_eq!(result["type"], "tool_result");
+        assert_eq!(
+            result["content"][0],
+            json!({"type": "text", "text": "a.png"})
+        );
+        assert_eq!(result["content"][1]["source"]["data"], data);
+        assert_eq!(b["messages"].as_array().unwrap().len(), 3);
+    }
 }

@@ -540,4 +540,95 @@ mod tests {
         let b = body(&config, &options);
         assert_eq!(b["messages"][1]["reasoning_content"], "think");
     }
+
+    /// A user message with a picture, then a call whose result carries text and an image.
+    fn with_images(store: &Arc<dsh_testkit::MemoryAttachments>) -> Vec<Arc<Message>> {
+        use dsh_llm::Attachments as _;
+        let image = store
+            .put(dsh_testkit::TINY_PNG, "image/png", Some((2, 1)))
+            .unwrap();
+        let asked = Message::user(
+            vec![
+                ContentBlock::text("what is this?"),
+                ContentBlock::Image {
+                    attachment: image.clone(),
+                },
+            ],
+            MessageSource::User,
+        );
+        let call = Message::assistant(
+            vec![ContentBlock::ToolCall {
+                id: CallId::new("c1"),
+                name: "read_image".into(),
+                arguments: r#"{"path":"a.png"}"#.into(),
+            }],
+            "openai-compatible",
+            "vision-model",
+        );
+        let result = Message::user(
+            vec![ContentBlock::ToolResult {
+                tool_call_id: CallId::new("c1"),
+                content: vec![
+                    ContentBlock::text("a.png, 2×1"),
+                    ContentBlock::Image { attachment: image },
+                ],
+                is_error: false,
+            }],
+            MessageSource::User,
+        );
+        vec![Arc::new(asked), Arc::new(call), Arc::new(result)]
+    }
+
+    #[test]
+    fn images_go_as_data_urls_and_a_tools_images_follow_its_results() {
+        let config = OpenAiAdapterConfig::openai_compatible("http://x", ApiKeySource::NotRequired);
+        let store = Arc::new(dsh_testkit::MemoryAttachments::new());
+        let mut options =
+            GenerateOptions::new(LlmCallConfig::new("openai-compatible", "vision-model"));
+        options.messages = with_images(&store);
+        options.attachments = Some(store);
+        let b = body(&config, &options);
+        let messages = b["messages"].as_array().unwrap();
+        let asked = &messages[0]["content"];
+        assert_eq!(asked[0], json!({"type": "text", "text": "what is this?"}));
+        assert_eq!(asked[1]["type"], "image_url");
+        let url = asked[1]["image_url"]["url"].as_str().unwrap();
+        assert!(
+            url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+            "{url}"
+        );
+        // The tool message stays text (the format allows nothing else) and says images follow;
+        // they come right after the step's results, in a user message naming the call.
+        assert_eq!(messages[2]["role"], "tool");
+        assert_eq!(
+            messages[2]["content"],
+            "a.png, 2×1\n[1 image(s) follow in the next message]"
+        );
+        assert_eq!(messages[3]["role"], "user");
+        assert_eq!(
+            messages[3]["content"][0]["text"],
+            "Image(s) returned by tool call c1:"
+        );
+        assert_eq!(messages[3]["content"][1]["image_url"]["url"], url);
+        assert_eq!(messages.len(), 4);
+    }
+
+    #[test]
+    fn a_missing_image_fails_the_request_instead_of_dropping_the_image() {
+        let config = OpenAiAdapterConfig::openai_compatible("http://x", ApiKeySource::NotRequired);
+        let store = Arc::new(dsh_testkit::MemoryAttachments::new());
+        let mut options =
+            GenerateOptions::new(LlmCallConfig::new("openai-compatible", "vision-model"));
+        options.messages = with_images(&store);
+        // Another store: the image is not there.
+        options.attachments = Some(Arc::new(dsh_testkit::MemoryAttachments::new()));
+        let model = config.model_info("vision-model");
+        let f = build_body(&config, &model, &options).err().unwrap();
+        assert_eq!(f.code, FailureCode::UnsupportedContent);
+        assert!(
+            f.message.contains("missing from the attachment store"),
+            "{}",
+            f.message
+        );
+    }
 }

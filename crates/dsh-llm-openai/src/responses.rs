@@ -520,4 +520,64 @@ mod tests {
         assert_eq!(input[1]["encrypted_content"], "ENC");
         assert_eq!(input[3]["output"], "out");
     }
+
+    #[test]
+    fn images_go_as_input_image_parts_and_a_tools_follow_its_outputs() {
+        use dsh_llm::Attachments as _;
+        let store = Arc::new(dsh_testkit::MemoryAttachments::new());
+        let image = store
+            .put(dsh_testkit::TINY_PNG, "image/png", Some((2, 1)))
+            .unwrap();
+        let mut options = GenerateOptions::new(LlmCallConfig::new("openai", "gpt-5"));
+        options.messages = vec![
+            Arc::new(Message::user(
+                vec![
+                    ContentBlock::text("what is this?"),
+                    ContentBlock::Image {
+                        attachment: image.clone(),
+                    },
+                ],
+                MessageSource::User,
+            )),
+            Arc::new(Message::assistant(
+                vec![ContentBlock::ToolCall {
+                    id: CallId::new("call_1"),
+                    name: "read_image".into(),
+                    arguments: "{}".into(),
+                }],
+                "openai",
+                "gpt-5",
+            )),
+            Arc::new(Message::user(
+                vec![ContentBlock::ToolResult {
+                    tool_call_id: CallId::new("call_1"),
+                    content: vec![ContentBlock::Image { attachment: image }],
+                    is_error: false,
+                }],
+                MessageSource::User,
+            )),
+        ];
+        options.attachments = Some(store);
+        let model = dsh_llm::ModelInfo::new("gpt-5");
+        let body: Value = serde_json::from_slice(&build_body(&model, &options).unwrap()).unwrap();
+        let input = body["input"].as_array().unwrap();
+        let asked = &input[0]["content"];
+        assert_eq!(asked[1]["type"], "input_image");
+        let url = asked[1]["image_url"].as_str().unwrap();
+        assert!(
+            url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+            "{url}"
+        );
+        assert_eq!(input[2]["type"], "function_call_output");
+        assert_eq!(
+            input[2]["output"],
+            "[1 image(s) follow in the next message]"
+        );
+        assert_eq!(input[3]["role"], "user");
+        assert_eq!(
+            input[3]["content"][0]["text"],
+            "Image(s) returned by tool call call_1:"
+        );
+        assert_eq!(input[3]["content"][1]["image_url"], url);
+    }
 }

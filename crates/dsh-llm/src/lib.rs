@@ -36,6 +36,6 @@ pub use retry::{Backoff, RetryDecision, RetryPolicy};
 pub use runtime::{AdapterRegistration, Llm};
 
 pub use dsh_session::{
-    BlockType, CallId, ContentBlock, FailureCode, FinishReason, ImageRef, LlmFailure, Message,
-    MessageId, MessageSource, Role, SessionId, StreamChunk, TokenUsage,
+    Attachments, BlockType, CallId, ContentBlock, FailureCode, FinishReason, ImageRef, LlmFailure,
+    Message, MessageId, MessageSource, Role, SessionId, StreamChunk, TokenUsage,
 };

@@ -127,3 +127,53 @@ fn image_line(image: &ImageRef, model: &str) -> String {
 fn describe(config: &LlmCallConfig) -> String {
     serde_json::to_string(config).unwrap_or_else(|_| format!("{config:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{CallId, MessageSource};
+
+    #[test]
+    fn a_model_without_vision_reads_a_line_for_each_image_tool_results_included() {
+        let image = ImageRef {
+            attachment_id: format!("sha256:{}", "a".repeat(64)),
+            media_type: "image/png".into(),
+            bytes: 2048,
+            width: Some(640),
+            height: Some(480),
+        };
+        let mut messages = vec![
+            Arc::new(Message::user(
+                vec![
+                    ContentBlock::text("look"),
+                    ContentBlock::Image {
+                        attachment: image.clone(),
+                    },
+                ],
+                MessageSource::User,
+            )),
+            Arc::new(Message::user(
+                vec![ContentBlock::ToolResult {
+                    tool_call_id: CallId::new("c1"),
+                    content: vec![ContentBlock::Image { attachment: image }],
+                    is_error: false,
+                }],
+                MessageSource::User,
+            )),
+        ];
+        let untouched = Arc::new(Message::user_text("no images here"));
+        messages.push(untouched.clone());
+        describe_images(&mut messages, "deepseek-v4-flash");
+        let line = "[image: image/png, 2 KB, 640×480; not shown: model `deepseek-v4-flash` \
+                    does not read images]";
+        assert_eq!(messages[0].content[1], ContentBlock::text(line));
+        let ContentBlock::ToolResult { content, .. } = &messages[1].content[0] else {
+            panic!("a tool result stays a tool result");
+        };
+        assert_eq!(content, &vec![ContentBlock::text(line)]);
+        // Messages without images are shared, not copied.
+        assert!(Arc::ptr_eq(&messages[2], &untouched));
+    }
+}

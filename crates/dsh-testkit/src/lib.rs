@@ -42,6 +42,7 @@
 //! ```
 
 pub mod anthropic;
+mod attachments;
 mod binary;
 mod bounded;
 mod flipper;
@@ -58,6 +59,7 @@ mod tagged;
 mod tree;
 pub mod validity;
 
+pub use attachments::{MemoryAttachments, TINY_PNG};
 pub use binary::dsh_binary;
 pub use bounded::{BOUND, bounded};
 pub use flipper::{Flipper, flip_symlink};

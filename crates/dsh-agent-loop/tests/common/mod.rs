@@ -240,6 +240,7 @@ pub struct TestTool {
     pub fail: bool,
     pub conclude: bool,
     pub context: Option<String>,
+    pub vision: bool,
 }
 
 impl TestTool {
@@ -252,7 +253,14 @@ impl TestTool {
             fail: false,
             conclude: false,
             context: None,
+            vision: false,
         }
+    }
+
+    /// The tool returns images: only a model that reads them is offered it.
+    pub fn vision(mut self) -> Self {
+        self.vision = true;
+        self
     }
 
     pub fn parallel(mut self) -> Self {
@@ -279,6 +287,9 @@ impl Tool for TestTool {
     }
     fn is_concurrency_safe(&self, _args: &Value) -> bool {
         self.parallel
+    }
+    fn needs_vision(&self) -> bool {
+        self.vision
     }
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
         let id = call.call_id().to_string();

@@ -104,7 +104,7 @@ fn model(bridge: &Bridge, record: &SessionRecord, args: &str) -> Result<String, 
     if args.is_empty() {
         return Ok(models::describe(bridge, &record.state));
     }
-    models::choose(bridge, &record.state, args)?;
+    models::choose(bridge, record, args)?;
     record
         .state
         .updates

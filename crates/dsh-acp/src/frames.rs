@@ -17,7 +17,7 @@ use futures::{Sink, SinkExt, Stream};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::codec::{FramedWrite, LinesCodec, LinesCodecError};
 
-use crate::hangup::{Hangup, WatchedInput, WatchedOutput};
+use crate::hangup::{Hangup, WatchedFrames, WatchedInput, WatchedOutput, WatchedSink};
 
 /// The longest frame the bridge accepts: far beyond any prompt a model could take (images and
 /// embedded resources are not advertised), small enough that a runaway client cannot make the
@@ -153,6 +153,23 @@ where
     Lines::new(
         outgoing(WatchedOutput::new(output, hangup.clone())),
         incoming(WatchedInput::new(input, hangup), MAX_FRAME_BYTES),
+    )
+}
+
+/// The transport of one connection over a message transport (a WebSocket): each item is one
+/// whole frame already, so no line framing applies; both directions are watched by `hangup`.
+pub(crate) fn watched_frames<I, O>(
+    incoming: I,
+    outgoing: O,
+    hangup: Hangup,
+) -> Lines<impl Sink<String, Error = io::Error> + Send, impl Stream<Item = io::Result<String>> + Send>
+where
+    I: Stream<Item = io::Result<String>> + Send + 'static,
+    O: Sink<String, Error = io::Error> + Send + 'static,
+{
+    Lines::new(
+        WatchedSink::new(outgoing, hangup.clone()),
+        WatchedFrames::new(incoming, hangup),
     )
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
+use futures::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Set once the client has gone away.
@@ -41,6 +42,19 @@ impl Hangup {
 
     fn mark(&self) {
         self.0.store(true, Ordering::Release);
+    }
+
+    /// Marks the hangup when `error` says the peer is gone (not that the link broke).
+    fn watch_error(&self, error: &io::Error) {
+        if matches!(
+            error.kind(),
+            io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::NotConnected
+        ) {
+            self.mark();
+        }
     }
 }
 
@@ -92,16 +106,8 @@ impl<W: AsyncWrite> WatchedOutput<W> {
     }
 
     fn watch<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
-        if let Poll::Ready(Err(e)) = &polled
-            && matches!(
-                e.kind(),
-                io::ErrorKind::BrokenPipe
-                    | io::ErrorKind::ConnectionReset
-                    | io::ErrorKind::ConnectionAborted
-                    | io::ErrorKind::NotConnected
-            )
-        {
-            self.hangup.mark();
+        if let Poll::Ready(Err(e)) = &polled {
+            self.hangup.watch_error(e);
         }
         polled
     }
@@ -128,6 +134,84 @@ impl<W: AsyncWrite> AsyncWrite for WatchedOutput<W> {
     }
 }
 
+/// A message transport's incoming frames; marks the hangup when they end.
+pub(crate) struct WatchedFrames<I> {
+    inner: Pin<Box<I>>,
+    hangup: Hangup,
+}
+
+impl<I> WatchedFrames<I> {
+    pub(crate) fn new(inner: I, hangup: Hangup) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            hangup,
+        }
+    }
+}
+
+impl<I: Stream<Item = io::Result<String>>> Stream for WatchedFrames<I> {
+    type Item = io::Result<String>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(None) => self.hangup.mark(),
+            Poll::Ready(Some(Err(e))) => self.hangup.watch_error(e),
+            _ => {}
+        }
+        polled
+    }
+}
+
+/// A message transport's outgoing frames; marks the hangup when the peer is gone.
+pub(crate) struct WatchedSink<O> {
+    inner: Pin<Box<O>>,
+    hangup: Hangup,
+}
+
+impl<O> WatchedSink<O> {
+    pub(crate) fn new(inner: O, hangup: Hangup) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            hangup,
+        }
+    }
+
+    fn watch(&self, polled: Poll<io::Result<()>>) -> Poll<io::Result<()>> {
+        if let Poll::Ready(Err(e)) = &polled {
+            self.hangup.watch_error(e);
+        }
+        polled
+    }
+}
+
+impl<O: Sink<String, Error = io::Error>> Sink<String> for WatchedSink<O> {
+    type Error = io::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = self.inner.as_mut().poll_ready(cx);
+        self.watch(polled)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, frame: String) -> io::Result<()> {
+        let sent = self.inner.as_mut().start_send(frame);
+        if let Err(e) = &sent {
+            self.hangup.watch_error(e);
+        }
+        sent
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = self.inner.as_mut().poll_flush(cx);
+        self.watch(polled)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = self.inner.as_mut().poll_close(cx);
+        self.watch(polled)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +234,33 @@ mod tests {
         assert!(!hangup.happened());
         drop(b);
         assert!(output.write_all(b"y").await.is_err());
+        assert!(hangup.happened());
+    }
+
+    #[tokio::test]
+    async fn the_end_of_a_message_stream_and_a_closed_peer_are_hangups() {
+        use futures::{SinkExt, StreamExt};
+
+        let hangup = Hangup::default();
+        let mut frames = WatchedFrames::new(
+            futures::stream::iter([Ok::<_, io::Error>("{}".to_owned())]),
+            hangup.clone(),
+        );
+        assert!(frames.next().await.is_some());
+        assert!(!hangup.happened(), "a frame is not a hangup");
+        assert!(frames.next().await.is_none());
+        assert!(hangup.happened());
+
+        let hangup = Hangup::default();
+        let (tx, rx) = futures::channel::mpsc::unbounded::<String>();
+        let mut sink = WatchedSink::new(
+            tx.sink_map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe)),
+            hangup.clone(),
+        );
+        sink.send("a".to_owned()).await.unwrap();
+        assert!(!hangup.happened());
+        drop(rx);
+        assert!(sink.send("b".to_owned()).await.is_err());
         assert!(hangup.happened());
     }
 }

@@ -21,6 +21,8 @@
 //!   replaced, a line longer than [`MAX_FRAME_BYTES`] is skipped without being buffered.
 //! - The same teardown on the front end's request ([`serve_until`]: a signal handler's stop),
 //!   with the connection still open so outstanding prompts are answered `cancelled`.
+//! - Any transport: a byte pipe framed by lines ([`serve`], stdio) or a message transport
+//!   whose items are whole frames ([`serve_frames_until`]: a WebSocket, an in-process channel).
 //!
 //! A front end composes the core services, then hands the context and its stdio over:
 //!
@@ -72,6 +74,6 @@ pub use errors::AcpError;
 pub use frames::MAX_FRAME_BYTES;
 pub use modes::Mode;
 pub use options::{AcpOptions, AgentSetupHook, ApprovalPolicy};
-pub use server::{serve, serve_until};
+pub use server::{serve, serve_frames_until, serve_until};
 pub use settle::CANCEL_ANSWER_DEADLINE;
 pub use unconfigured::serve_unconfigured;

@@ -4,7 +4,10 @@
 //!
 //! The choice is per session and applies from the next model request on: an `agent/request`
 //! listener scoped to the session's agent swaps the model of every call it makes (the
-//! provider stays the session's own).
+//! provider stays the session's own). It is durable: a `route/switched` event records it (the
+//! record the terminal UI's `/model` writes too), so a session loaded again (here, in `dsh run
+//! --resume`, in the terminal UI) keeps it even when no request went out after the choice; the
+//! resume-route rule reads the latest of that event and the requests' own records.
 
 use std::sync::Arc;
 
@@ -15,10 +18,11 @@ use agent_client_protocol::v1::schema::{
 use dsh_agent::events::AgentRequest;
 use dsh_kernel::{BoxError, Context};
 use dsh_llm::Llm;
+use dsh_session::RouteSwitched;
 
 use crate::bridge::Bridge;
-use crate::errors::invalid;
-use crate::record::SessionState;
+use crate::errors::{internal, invalid};
+use crate::record::{SessionRecord, SessionState};
 
 /// The config option id of the model select.
 pub(crate) const MODEL_OPTION: &str = "model";
@@ -91,8 +95,11 @@ pub(crate) fn describe(bridge: &Bridge, state: &SessionState) -> String {
     }
 }
 
-/// Chooses `model` for the session: it must be one the session offers.
-pub(crate) fn choose(bridge: &Bridge, state: &SessionState, model: &str) -> Result<(), Error> {
+/// Chooses `model` for the session: it must be one the session offers. The choice is appended
+/// to the session's log (`route/switched`); it reaches the disk with the next flush (the loop
+/// flushes before every request, teardown flushes too), or at once through [`choose_durably`].
+pub(crate) fn choose(bridge: &Bridge, record: &SessionRecord, model: &str) -> Result<(), Error> {
+    let state = &record.state;
     let Some((_, models)) = offered(bridge, state) else {
         return Err(invalid("no model can be chosen: none is configured"));
     };
@@ -103,8 +110,34 @@ pub(crate) fn choose(bridge: &Bridge, state: &SessionState, model: &str) -> Resu
             known.join(", ")
         )));
     }
+    if let Some(provider) = &state.route().provider {
+        let choice = RouteSwitched {
+            provider: provider.clone(),
+            model: model.to_owned(),
+        };
+        record
+            .agent()
+            .session()
+            .append_draft(choice.draft())
+            .map_err(|e| internal(format!("cannot record the model choice: {e}")))?;
+    }
     state.set_model(model);
     Ok(())
+}
+
+/// [`choose`], then flushes the session, so the choice survives a crash right after the
+/// answer.
+pub(crate) async fn choose_durably(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    model: &str,
+) -> Result<(), Error> {
+    choose(bridge, record, model)?;
+    bridge
+        .store
+        .flush(record.agent().session())
+        .await
+        .map_err(|e| internal(format!("cannot save the model choice: {e}")))
 }
 
 /// Applies the session's model choice to every request of its agent.

@@ -85,9 +85,51 @@ where
     W: tokio::io::AsyncWrite + Send + 'static,
     S: Future<Output = ()> + Send + 'static,
 {
-    let bridge = Bridge::new(&ctx, options)?;
     let hangup = Hangup::default();
     let transport = frames::watched(input, output, hangup.clone());
+    run(ctx, options, transport, hangup, stop).await
+}
+
+/// [`serve_until`] over a message transport instead of a byte pipe: every item of `incoming`
+/// is one whole JSON-RPC frame and every frame the bridge sends is one item of `outgoing`, so
+/// no line framing applies. This is how the same bridge serves a WebSocket (one text message
+/// per frame) or an in-process channel.
+///
+/// A client that goes away is told apart from a failed connection as on stdio: `incoming`
+/// ending, or an item or send failing with `BrokenPipe`, `ConnectionReset`,
+/// `ConnectionAborted` or `NotConnected`, is a hangup, and the connection ends `Ok` after the
+/// teardown. The transport bounds its own frames (a WebSocket's maximum message size);
+/// [`MAX_FRAME_BYTES`](crate::MAX_FRAME_BYTES) is the size it should use.
+pub async fn serve_frames_until<I, O, S>(
+    ctx: Context,
+    options: AcpOptions,
+    incoming: I,
+    outgoing: O,
+    stop: S,
+) -> Result<(), AcpError>
+where
+    I: futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+    O: futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
+    let hangup = Hangup::default();
+    let transport = frames::watched_frames(incoming, outgoing, hangup.clone());
+    run(ctx, options, transport, hangup, stop).await
+}
+
+/// One connection over `transport`, whatever carries its frames.
+async fn run<T, S>(
+    ctx: Context,
+    options: AcpOptions,
+    transport: T,
+    hangup: Hangup,
+    stop: S,
+) -> Result<(), AcpError>
+where
+    T: agent_client_protocol::ConnectTo<Agent> + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
+    let bridge = Bridge::new(&ctx, options)?;
     // One teardown shared by both ends of the connection. It may start inside the connection
     // (on `stop`) and be cut off there when the transport fails; the clone awaited below then
     // drives the same future to its end instead of starting over without the records.
@@ -152,10 +194,10 @@ fn advertise_commands(bridge: &Bridge, id: &SessionId) {
     }
 }
 
-/// `session/set_config_option`: the session's model.
-fn set_config_option(
-    bridge: &Bridge,
-    request: &SetSessionConfigOptionRequest,
+/// `session/set_config_option`: the session's model, answered once the choice is on disk.
+async fn set_config_option(
+    bridge: Arc<Bridge>,
+    request: SetSessionConfigOptionRequest,
 ) -> Result<SetSessionConfigOptionResponse, Error> {
     let id = SessionId::new(&*request.session_id.0);
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
@@ -169,9 +211,9 @@ fn set_config_option(
         .value
         .as_value_id()
         .ok_or_else(|| invalid("the model option takes a value id"))?;
-    models::choose(bridge, &record.state, &value.0)?;
+    models::choose_durably(&bridge, &record, &value.0).await?;
     Ok(SetSessionConfigOptionResponse::new(models::config_options(
-        bridge,
+        &bridge,
         &record.state,
     )))
 }
@@ -318,7 +360,7 @@ fn connection(
     let b = bridge.clone();
     let builder = builder.on_receive_request(
         async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-            reply(responder, set_config_option(&b, &request));
+            answer(&b, responder, set_config_option(b.clone(), request));
             Ok(())
         },
         agent_client_protocol::on_receive_request!(),

@@ -272,6 +272,41 @@ async fn a_client_without_the_capabilities_gets_the_local_tools() {
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
 }
 
+/// The current value of the `model` select among `options`, and the values it offers.
+fn model_select(
+    options: &[agent_client_protocol::v1::schema::SessionConfigOption],
+) -> (String, Vec<String>) {
+    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
+    let SessionConfigKind::Select(select) = &model.kind else {
+        panic!("{model:?}")
+    };
+    let SessionConfigSelectOptions::Ungrouped(offered) = &select.options else {
+        panic!("{select:?}")
+    };
+    (
+        select.current_value.0.to_string(),
+        offered.iter().map(|o| o.value.0.to_string()).collect(),
+    )
+}
+
+/// Opens a session and reads its `model` select (category `model`): the session id, the
+/// model in use and another one it offers.
+async fn session_with_models(conn: &Conn) -> (String, String, String) {
+    conn.initialize().await;
+    let opened = conn
+        .cx
+        .send_request(NewSessionRequest::new(conn.cwd.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    let options = opened.config_options.unwrap();
+    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
+    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
+    let (current, offered) = model_select(&options);
+    let other = offered.into_iter().find(|m| *m != current).unwrap();
+    (opened.session_id.0.to_string(), current, other)
+}
+
 #[tokio::test]
 async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on() {
     let bin = binary();
@@ -281,48 +316,26 @@ async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on(
         .push(MockResponse::text("two"));
     let mut child = spawn(&bin, &server).await;
     let conn = child.conn();
-    conn.initialize().await;
-    let opened = conn
-        .cx
-        .send_request(NewSessionRequest::new(conn.cwd.clone()))
-        .block_task()
-        .await
-        .unwrap();
-    let id = opened.session_id.0.to_string();
-    let options = opened.config_options.unwrap();
-    let model = options.iter().find(|o| &*o.id.0 == "model").unwrap();
-    assert_eq!(model.category, Some(SessionConfigOptionCategory::Model));
-    let SessionConfigKind::Select(select) = &model.kind else {
-        panic!("{model:?}")
-    };
-    let SessionConfigSelectOptions::Ungrouped(offered) = &select.options else {
-        panic!("{select:?}")
-    };
-    let other = offered
-        .iter()
-        .find(|o| o.value != select.current_value)
-        .unwrap()
-        .value
-        .clone();
+    let (id, _, other) = session_with_models(conn).await;
     conn.prompt_now(&id, "first").await.unwrap();
     let chosen = conn
         .cx
         .send_request(SetSessionConfigOptionRequest::new(
             id.clone(),
             "model",
-            other.clone(),
+            other.as_str(),
         ))
         .block_task()
         .await
         .unwrap();
-    assert!(format!("{:?}", chosen.config_options).contains(&*other.0));
+    assert!(format!("{:?}", chosen.config_options).contains(&other));
     conn.prompt_now(&id, "second").await.unwrap();
     let models: Vec<String> = server
         .requests()
         .iter()
         .map(|r| r.body["model"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(models[1], *other.0);
+    assert_eq!(models[1], other);
     assert_ne!(models[0], models[1]);
     // A model the session does not offer is refused.
     let e = conn
@@ -337,6 +350,59 @@ async fn the_model_is_chosen_from_the_catalog_and_used_from_the_next_request_on(
         .unwrap_err();
     assert!(e.message.contains("unknown model"), "{}", e.message);
     assert_eq!(child.close_stdin_and_wait(EXIT).await.0, Some(0));
+}
+
+#[tokio::test]
+async fn a_chosen_model_is_durable_in_the_session_even_with_no_request_after_it() {
+    let bin = binary();
+    let server = MockServer::start();
+    server.push(MockResponse::text("one"));
+    let mut first = spawn(&bin, &server).await;
+    let conn = first.conn();
+    let (id, _, other) = session_with_models(conn).await;
+    ends_turn(conn, &id, "first").await;
+    conn.cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            id.clone(),
+            "model",
+            other.as_str(),
+        ))
+        .block_task()
+        .await
+        .unwrap();
+    // No request after the choice; the process goes away.
+    assert_eq!(first.close_stdin_and_wait(EXIT).await.0, Some(0));
+    let Child { home, .. } = first;
+    server.push(MockResponse::text("two"));
+    let mut second = spawn_in(&bin, &server, home, Launch::default()).await;
+    let conn = second.conn();
+    conn.initialize().await;
+    let loaded = conn
+        .cx
+        .send_request(agent_client_protocol::v1::schema::LoadSessionRequest::new(
+            id.clone(),
+            conn.cwd.clone(),
+        ))
+        .block_task()
+        .await
+        .unwrap();
+    let (current, _) = model_select(&loaded.config_options.unwrap());
+    assert_eq!(
+        current, other,
+        "the loaded session offers its chosen model as current"
+    );
+    ends_turn(conn, &id, "second").await;
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models.len(), 2);
+    assert_eq!(
+        models[1], other,
+        "the request after the restart uses the choice"
+    );
+    assert_eq!(second.close_stdin_and_wait(EXIT).await.0, Some(0));
 }
 
 #[tokio::test]

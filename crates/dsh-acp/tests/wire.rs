@@ -115,3 +115,51 @@ async fn an_overlong_frame_is_dropped_with_a_parse_error_saying_so_and_the_next_
     raw.initialize(4, b"next").await;
     raw.expect_result(4).await;
 }
+
+/// The same bridge over a message transport: every item is one frame (no line framing, so a
+/// frame may hold newlines), answers come back as items, and the client going away (the
+/// stream ending) is a hangup that tears the sessions down and returns `Ok`.
+#[tokio::test]
+async fn a_message_transport_carries_whole_frames_and_its_end_is_a_hangup() {
+    use futures::StreamExt;
+
+    let h = H::new().await;
+    let (in_tx, in_rx) = futures::channel::mpsc::unbounded::<std::io::Result<String>>();
+    let (out_tx, mut out_rx) = futures::channel::mpsc::unbounded::<String>();
+    let outgoing = futures::SinkExt::sink_map_err(out_tx, |_| {
+        std::io::Error::from(std::io::ErrorKind::BrokenPipe)
+    });
+    let served = tokio::spawn(dsh_acp::serve_frames_until(
+        h.ctx.clone(),
+        options(),
+        in_rx,
+        outgoing,
+        std::future::pending(),
+    ));
+    // Pretty-printed: a frame that spans lines is still one frame here.
+    let initialize = serde_json::to_string_pretty(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}
+    }))
+    .unwrap();
+    in_tx.unbounded_send(Ok(initialize)).unwrap();
+    let answer: Value =
+        serde_json::from_str(&dsh_testkit::bounded(out_rx.next()).await.unwrap()).unwrap();
+    assert_eq!(answer["id"], json!(1), "{answer}");
+    assert_eq!(answer["result"]["protocolVersion"], json!(1), "{answer}");
+    let cwd = h.cwd.to_string_lossy().into_owned();
+    in_tx
+        .unbounded_send(Ok(json!({
+            "jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": cwd, "mcpServers": []}
+        })
+        .to_string()))
+        .unwrap();
+    let answer: Value =
+        serde_json::from_str(&dsh_testkit::bounded(out_rx.next()).await.unwrap()).unwrap();
+    let id = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert!(h.agent(&id).is_some());
+    drop(in_tx);
+    dsh_testkit::bounded(served).await.unwrap().unwrap();
+    assert!(h.agent(&id).is_none(), "the hangup disposed the session");
+}

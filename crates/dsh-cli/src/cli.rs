@@ -103,6 +103,27 @@ pub enum Command {
     /// Stdout carries protocol frames only; logs go to stderr (or DSH_LOG_FILE). Mutating tools
     /// (`bash`, `write`, `edit`) ask the editor for permission unless `--auto-approve`.
     Acp(AcpArgs),
+    /// Serve the browser UI (and ACP over WebSocket at /acp) on http://127.0.0.1:3080.
+    ///
+    /// Prints the URL to open, with a token that every request needs (fresh each start;
+    /// DSH_WEB_TOKEN fixes it), and opens it in the desktop's browser unless --no-open. Tools
+    /// ask for permission in the page, as in an editor.
+    Web(WebArgs),
+}
+
+/// `dsh web`.
+#[derive(Args, Debug)]
+pub struct WebArgs {
+    /// Address to listen on. Anything but loopback serves dsh to the network over plain HTTP,
+    /// guarded by the token alone; prefer an SSH tunnel.
+    #[arg(long, default_value = dsh_web::DEFAULT_HOST, value_name = "ADDR")]
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = dsh_web::DEFAULT_PORT)]
+    pub port: u16,
+    /// Do not open a browser; just print the URL.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 /// `dsh acp`.
@@ -134,6 +155,10 @@ pub struct RunArgs {
     /// requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the task; repeat for more. The model must
+    /// read images (`dsh config show` says which do).
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
 }
 
 /// Output formats of `dsh run`.

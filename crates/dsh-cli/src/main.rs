@@ -28,6 +28,7 @@ mod stdout;
 mod terminal;
 mod transfer;
 mod tui;
+mod web;
 
 use std::io::{IsTerminal, Write as _};
 
@@ -121,6 +122,10 @@ fn main() {
         Some(Command::Acp(args)) => match Settings::load(&overrides) {
             Ok(settings) => acp::main(settings, overrides, args.auto_approve),
             Err(e) => acp::unconfigured::main(&e.into()),
+        },
+        Some(Command::Web(args)) => match Settings::load(&overrides) {
+            Ok(settings) => web::main(settings, overrides, cli.global.cwd, &args),
+            Err(e) => fail(&e.into()),
         },
         None if std::io::stdin().is_terminal() => match Settings::load(&overrides) {
             Ok(settings) => tui::interactive(

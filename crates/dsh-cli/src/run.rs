@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_agent::{AgentHandle, AgentRef, CancelCause, CancelOptions};
-use dsh_session::{EventKind, Message, SessionEvent, SessionId, TurnEndReason};
+use dsh_session::{
+    ContentBlock, EventKind, Message, MessageSource, SessionEvent, SessionId, TurnEndReason,
+};
 use serde::Serialize;
 
 use dsh_harness::config::{ConfigError, Overrides, Settings, process_env};
@@ -282,14 +284,23 @@ async fn drive(
     // Start-up is over: from here on a signal stops the turn gracefully.
     signals.graceful();
     let first_seq = agent.session().len();
-    if let Err(e) = agent.followup(Message::user_text(task)) {
+    let message = match harness.attach_image_files(&id, &args.images) {
+        Ok(images) if images.is_empty() => Ok(Message::user_text(task)),
+        Ok(images) => {
+            let mut content = vec![ContentBlock::text(task)];
+            content.extend(images);
+            Ok(Message::user(content, MessageSource::User))
+        }
+        Err(e) => Err(anyhow::Error::new(e)),
+    };
+    if let Err(e) = message.and_then(|m| agent.followup(m).map_err(anyhow::Error::new)) {
         if let Some(sink) = sink {
             sink.close();
         }
         if machine {
             print_result_line(&id, 1, None, "", elapsed());
         }
-        eprintln!("dsh: {:#}", anyhow::Error::new(e));
+        eprintln!("dsh: {e:#}");
         return 1;
     }
     let stop = tokio::select! {

@@ -107,6 +107,12 @@ impl Signals {
         }
     }
 
+    /// The first signal, if one arrived (a server that stopped because of it exits with its
+    /// status, not 0).
+    pub fn received(&self) -> Option<Stop> {
+        *self.first.borrow()
+    }
+
     /// From now on any signal exits at once (the work is done; only teardown is left).
     pub fn exit_on_next(&self) {
         self.mode.store(AT_ONCE, Ordering::SeqCst);

@@ -399,13 +399,13 @@ fn the_status_line_and_mode_say_what_the_session_runs_under() {
     // A switch shows at once, in the status line too.
     tui.type_line("/mode auto");
     tui.wait_for("mode: read-only · auto · network");
-    // The frame may still be arriving: the status line is drawn after the transcript.
-    tui.wait("the status line to say auto", |s| {
+    // The status line is the frame's last row; the answer and it may reach the pty in
+    // separate writes, so wait for the row rather than read it once.
+    tui.wait("`read-only · auto` in the status line", |s| {
         s.contents()
             .lines()
             .last()
-            .unwrap_or("")
-            .contains("read-only · auto")
+            .is_some_and(|status| status.contains("read-only · auto"))
     });
     tui.type_line("/mode sometimes");
     tui.wait_for("unknown approval policy `sometimes`");

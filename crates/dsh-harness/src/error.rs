@@ -73,6 +73,10 @@ pub enum HarnessError {
     /// A checkpoint, rewind, diff or prune failed (a refused rewind says which files).
     #[error(transparent)]
     Checkpoint(#[from] dsh_checkpoint::CheckpointError),
+    /// An image a person attached cannot be sent: unreadable, not an image, too large, or the
+    /// session's model reads no images. The text names the file.
+    #[error("{0}")]
+    Image(String),
 }
 
 impl HarnessError {

@@ -51,6 +51,7 @@ pub mod env;
 mod error;
 pub mod guard;
 mod hooks;
+mod images;
 mod instructions;
 mod lazy_adapter;
 pub mod mcp;

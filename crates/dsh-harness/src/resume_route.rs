@@ -4,10 +4,12 @@
 //! model must not be sent to DeepSeek on resume (a privacy leak) or fail for want of its key,
 //! so every front end that resumes a session (`dsh run --resume`, the chat's and the terminal
 //! UI's `/resume`, an editor's `session/load`) selects the provider and model the session last
-//! used (its latest `request/context`, `request/header` or `route/switched`, the record of a
-//! person's `/model` switch) unless the person named others (`--provider`/`--model`), in which case the front end is told so.
+//! used (its latest `request/context`, else its latest `request/header`) or was last told to
+//! use (a `route/switched` later than both: a person's `/model`, an editor's model select, with
+//! no request since) unless the person named others (`--provider`/`--model`), in which case
+//! the front end is told so.
 
-use dsh_session::{EventKind, SessionEvent, SessionId};
+use dsh_session::{EventKind, RouteSwitched, SessionEvent, SessionId};
 
 use crate::config::Overrides;
 use crate::store::Store;
@@ -25,13 +27,10 @@ pub struct Route {
 /// configuration and a person's switch (`route/switched`).
 pub(crate) fn route_of(events: &[SessionEvent]) -> Option<Route> {
     events.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Other { type_name, data } if type_name == crate::switch::ROUTE_EVENT => {
-            let field = |name: &str| data.get(name)?.as_str().map(str::to_owned);
-            Some(Route {
-                provider: field("provider")?,
-                model: field("model")?,
-            })
-        }
+        EventKind::Other { .. } => RouteSwitched::of(e).map(|c| Route {
+            provider: c.provider,
+            model: c.model,
+        }),
         EventKind::RequestContext(c) => Some(Route {
             provider: c.provider.clone(),
             model: c.model.clone(),
@@ -128,32 +127,44 @@ mod tests {
         assert!(notice.is_some());
     }
 
-    #[test]
-    fn a_persons_switch_is_the_route_until_a_later_request_says_otherwise() {
-        use dsh_session::{RequestContext, SessionEvent};
-        let event = |seq, kind| SessionEvent {
-            seq,
+    fn event(kind: EventKind) -> SessionEvent {
+        SessionEvent {
+            seq: 0,
             time: 0,
             kind,
             ignorable: false,
             source_event_seqs: None,
             surface_op: None,
+        }
+    }
+
+    fn context(p: &str, m: &str) -> SessionEvent {
+        event(EventKind::RequestContext(dsh_session::RequestContext {
+            provider: p.into(),
+            model: m.into(),
+            context_window: None,
+        }))
+    }
+
+    fn switched(p: &str, m: &str) -> SessionEvent {
+        let switch = RouteSwitched {
+            provider: p.into(),
+            model: m.into(),
         };
-        let context = |p: &str, m: &str| {
-            EventKind::RequestContext(RequestContext {
-                provider: p.into(),
-                model: m.into(),
-                context_window: None,
-            })
-        };
-        let switch = EventKind::other(
-            crate::switch::ROUTE_EVENT,
-            serde_json::json!({"provider": "local", "model": "qwen"}),
-        );
-        let mut events = vec![event(0, context("deepseek", "v4")), event(1, switch)];
+        event(switch.draft().kind)
+    }
+
+    #[test]
+    fn a_persons_switch_is_the_route_until_a_later_request_says_otherwise() {
+        let mut events = vec![context("deepseek", "v4"), switched("local", "qwen")];
         assert_eq!(route_of(&events), Some(route("local", "qwen")));
-        events.push(event(2, context("local", "qwen-big")));
+        events.push(context("local", "qwen-big"));
         assert_eq!(route_of(&events), Some(route("local", "qwen-big")));
+        assert_eq!(
+            route_of(&[switched("local", "qwen")]),
+            Some(route("local", "qwen")),
+            "a switch before any request is the route too"
+        );
     }
 
     #[test]

@@ -23,17 +23,17 @@ use dsh_agent::events::AgentRequest;
 use dsh_guard::{ApprovalPolicy, SessionPolicies};
 use dsh_kernel::Context;
 use dsh_llm::catalog::ModelFacts;
-use dsh_session::{EventDraft, EventKind, SessionDisposed, SessionId};
+use dsh_session::{RouteSwitched, SessionDisposed, SessionId};
 use parking_lot::Mutex;
-use serde_json::json;
 
 use crate::compose::Harness;
 use crate::error::HarnessError;
 use crate::planner::RouteOverrides;
 use crate::resume_route::Route;
 
-/// The log event that records a person's switch of a session's route (`{provider, model}`).
-pub const ROUTE_EVENT: &str = "route/switched";
+/// The log event that records a person's switch of a session's route (`{provider, model}`;
+/// [`RouteSwitched`], shared with the editor bridge's model select).
+pub const ROUTE_EVENT: &str = RouteSwitched::TYPE;
 
 /// One model a session can switch to ([`Harness::models`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -170,14 +170,12 @@ impl Harness {
             reasoning_effort: settings.reasoning_effort.as_ref().map(|e| e.value.clone()),
         };
         let session = agent.session();
-        // Ignorable: a reader that does not know it (an older dsh) still loads the session;
-        // it only loses the choice.
-        let record = EventKind::other(
-            ROUTE_EVENT,
-            json!({"provider": switched.route.provider, "model": switched.route.model}),
-        );
+        let record = RouteSwitched {
+            provider: switched.route.provider.clone(),
+            model: switched.route.model.clone(),
+        };
         session
-            .append_draft(EventDraft::new(record).ignorable())
+            .append_draft(record.draft())
             .map_err(|e| HarnessError::store("record the model switch", e))?;
         if session.is_attached() {
             self.core

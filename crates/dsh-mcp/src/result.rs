@@ -1,19 +1,30 @@
 //! A `tools/call` result as a dsh tool output.
 //!
-//! Text stays text. Images, audio and resources become one-line text placeholders for now (the
-//! model learns something arrived and what it was; dsh's tool results carry no media yet), an
-//! embedded text resource keeps its text under a header line, and a result with no content but
-//! structured content shows that JSON. `isError` makes the output an error report the model
-//! reads as such.
+//! Text stays text. An image goes through `dsh-images` into the attachment store and reaches
+//! the model as an image (a model without vision reads a line in its place, as for any
+//! image); one that cannot be stored or decoded becomes a one-line placeholder saying why.
+//! Audio and binary resources become placeholders (the model learns something arrived and what
+//! it was), an embedded text resource keeps its text under a header line, and a result with no
+//! content but structured content shows that JSON. `isError` makes the output an error report
+//! the model reads as such.
 
-use dsh_session::ContentBlock;
+use dsh_session::{Attachments, ContentBlock};
 use dsh_tools::ToolOutput;
 use rmcp::model::{CallToolResult, ContentBlock as McpContent, ResourceContents};
 use serde_json::json;
 
-/// The output for `result` of `tool` on `server`.
-pub fn to_output(server: &str, tool: &str, result: CallToolResult) -> ToolOutput {
-    let mut content: Vec<ContentBlock> = result.content.iter().map(block).collect();
+/// The output for `result` of `tool` on `server`; images are stored in `attachments`.
+pub fn to_output(
+    server: &str,
+    tool: &str,
+    result: CallToolResult,
+    attachments: Option<&dyn Attachments>,
+) -> ToolOutput {
+    let mut content: Vec<ContentBlock> = result
+        .content
+        .iter()
+        .map(|c| block(c, attachments))
+        .collect();
     if content.is_empty()
         && let Some(structured) = &result.structured_content
     {
@@ -29,14 +40,17 @@ pub fn to_output(server: &str, tool: &str, result: CallToolResult) -> ToolOutput
     }
 }
 
-fn block(content: &McpContent) -> ContentBlock {
+fn block(content: &McpContent, attachments: Option<&dyn Attachments>) -> ContentBlock {
     let text = match content {
         McpContent::Text(text) => text.text.clone(),
-        McpContent::Image(image) => format!(
-            "[image: {}, {} bytes; not shown]",
-            image.mime_type,
-            decoded_len(&image.data)
-        ),
+        McpContent::Image(image) => match stored_image(&image.data, attachments) {
+            Ok(block) => return block,
+            Err(why) => format!(
+                "[image: {}, {} bytes; not shown: {why}]",
+                image.mime_type,
+                decoded_len(&image.data)
+            ),
+        },
         McpContent::Audio(audio) => format!(
             "[audio: {}, {} bytes; not shown]",
             audio.mime_type,
@@ -60,6 +74,20 @@ fn block(content: &McpContent) -> ContentBlock {
         _ => "[content of a kind dsh does not show yet]".to_owned(),
     };
     ContentBlock::text(text)
+}
+
+/// An image block for base64 `data`, checked by its bytes (not the server's word for its
+/// type), downscaled and stored; else why not.
+fn stored_image(data: &str, attachments: Option<&dyn Attachments>) -> Result<ContentBlock, String> {
+    use base64::Engine as _;
+    let store = attachments.ok_or("no attachment store")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("not valid base64 ({e})"))?;
+    let attached = dsh_images::attach(store, &bytes).map_err(|e| e.to_string())?;
+    Ok(ContentBlock::Image {
+        attachment: attached.image,
+    })
 }
 
 /// The size of base64 `data` once decoded, without decoding it.
@@ -89,7 +117,7 @@ mod tests {
             )),
         ]);
         result.structured_content = None;
-        let out = to_output("s", "t", result);
+        let out = to_output("s", "t", result, None);
         assert!(out.is_error);
         let texts: Vec<String> = out
             .content
@@ -100,7 +128,7 @@ mod tests {
             texts,
             [
                 "boom",
-                "[image: image/png, 5 bytes; not shown]",
+                "[image: image/png, 5 bytes; not shown: no attachment store]",
                 "[resource: file:///a]\nbody"
             ]
         );
@@ -108,8 +136,32 @@ mod tests {
 
     #[test]
     fn an_empty_result_still_says_something() {
-        let out = to_output("s", "t", CallToolResult::success(Vec::new()));
+        let out = to_output("s", "t", CallToolResult::success(Vec::new()), None);
         assert!(!out.is_error);
         assert_eq!(out.content, vec![ContentBlock::text("(no output)")]);
+    }
+
+    #[test]
+    fn an_image_is_stored_and_sent_as_an_image_and_a_broken_one_says_why() {
+        use base64::Engine as _;
+        let store = dsh_testkit::MemoryAttachments::new();
+        let png = base64::engine::general_purpose::STANDARD.encode(dsh_testkit::TINY_PNG);
+        let result = CallToolResult::success(vec![
+            McpContent::Image(ImageContent::new(png, "image/png")),
+            McpContent::Image(ImageContent::new("aGVsbG8=", "image/png")),
+        ]);
+        let out = to_output("s", "t", result, Some(&store));
+        let ContentBlock::Image { attachment } = &out.content[0] else {
+            panic!("an image block: {:?}", out.content[0]);
+        };
+        assert_eq!(attachment.media_type, "image/png");
+        assert_eq!((attachment.width, attachment.height), (Some(2), Some(1)));
+        assert_eq!(store.get(attachment).unwrap(), dsh_testkit::TINY_PNG);
+        // "hello" is no image, whatever the server says.
+        let said = out.content[1].as_text().unwrap();
+        assert!(
+            said.starts_with("[image: image/png, 5 bytes; not shown: not an image"),
+            "{said}"
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_session::Attachments;
 use dsh_tools::{LivePublisher, ToolError, ToolOutput};
 use parking_lot::Mutex;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -282,6 +283,7 @@ impl McpServer {
         args: Value,
         cancel: &CancellationToken,
         progress: Option<LivePublisher>,
+        attachments: Option<&dyn Attachments>,
     ) -> Result<ToolOutput, ToolError> {
         let arguments = match args {
             Value::Object(map) => Some(map),
@@ -338,7 +340,9 @@ impl McpServer {
         // Answered (or failed by the connection): nothing left to cancel.
         pending.id = None;
         match answer.map_err(failed)? {
-            ServerResult::CallToolResult(result) => Ok(to_output(server, tool, result)),
+            ServerResult::CallToolResult(result) => {
+                Ok(to_output(server, tool, result, attachments))
+            }
             _ => Err(failed(ServiceError::UnexpectedResponse)),
         }
     }

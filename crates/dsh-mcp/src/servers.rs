@@ -27,6 +27,7 @@ use std::collections::BTreeSet;
 use dsh_kernel::{BoxError, Context, Registration};
 use dsh_llm::ToolSchema;
 use dsh_prompt::{PromptAssemble, PromptAssembly};
+use dsh_session::Attachments;
 use dsh_tools::ToolRuntime;
 use futures::future::join_all;
 use parking_lot::Mutex;
@@ -332,6 +333,7 @@ impl McpServers {
                 let tool = Arc::new(McpTool {
                     offered: offered.clone(),
                     server: server.clone(),
+                    attachments: self.ctx.get::<dyn Attachments>(),
                 });
                 match runtime.register(&self.ctx, tool) {
                     Ok(registration) => {

@@ -12,7 +12,7 @@
 //!   the client heard the change before the call's result arrived.
 //! - `extra` (after `grow`): answers `extra`.
 //! - `env`: answers the names of its environment variables, one per line.
-//! - `image`: answers a one-pixel PNG image block.
+//! - `image`: answers a 2×1 PNG image block.
 //! - `progress {steps}`: reports `i/steps` (`step i`) through `notifications/progress` for
 //!   each step, then answers `progressed`.
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
@@ -213,7 +213,8 @@ impl ServerHandler for TestServer {
             }
             "image" => Ok(
                 CallToolResult::success(vec![ContentBlock::Image(ImageContent::new(
-                    "iVBORw0KGgo=",
+                    // A 2×1 PNG (dsh_testkit::TINY_PNG).
+                    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==",
                     "image/png",
                 ))])
                 .into(),

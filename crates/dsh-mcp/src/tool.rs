@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use dsh_session::Attachments;
 use dsh_tools::{Tool, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation};
 use serde_json::Value;
 
@@ -13,6 +14,8 @@ use crate::server::{McpServer, OfferedTool};
 pub(crate) struct McpTool {
     pub(crate) offered: OfferedTool,
     pub(crate) server: Arc<McpServer>,
+    /// Where images the server returns are stored (the harness provides one).
+    pub(crate) attachments: Option<Arc<dyn Attachments>>,
 }
 
 #[async_trait]
@@ -36,6 +39,7 @@ impl Tool for McpTool {
                 args,
                 call.cancel(),
                 call.live_publisher(),
+                self.attachments.as_deref(),
             )
             .await
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use common::*;
 use dsh_mcp::{McpOptions, ServerConfig, ServerState};
+use dsh_session::{ContentBlock, EventKind};
 use dsh_testkit::Script;
 use parking_lot::Mutex;
 
@@ -52,7 +53,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
 }
 
 #[tokio::test]
-async fn an_is_error_result_is_an_error_result_and_media_is_a_placeholder() {
+async fn an_is_error_result_is_an_error_result_and_an_image_reaches_the_model_as_an_image() {
     let w = world_with(vec![test_server("t", &[])]).await;
     w.adapter
         .push(Script::tool_calls([
@@ -67,15 +68,25 @@ async fn an_is_error_result_is_an_error_result_and_media_is_a_placeholder() {
         results[0],
         ("c1".to_owned(), "it failed".to_owned(), true, None)
     );
-    assert_eq!(
-        results[1],
-        (
-            "c2".to_owned(),
-            "[image: image/png, 8 bytes; not shown]".to_owned(),
-            false,
-            None
-        )
-    );
+    // The server's PNG is stored and the result carries it by reference.
+    let image = handle
+        .agent()
+        .session()
+        .events()
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolResult(r) => match &r.message.content[0] {
+                ContentBlock::ToolResult { content, .. } => content.iter().find_map(|b| match b {
+                    ContentBlock::Image { attachment } => Some(attachment.clone()),
+                    _ => None,
+                }),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("an image block in the result");
+    assert_eq!(image.media_type, "image/png");
+    assert_eq!((image.width, image.height), (Some(2), Some(1)));
 }
 
 #[tokio::test]

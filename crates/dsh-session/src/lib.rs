@@ -28,6 +28,7 @@ mod phrases;
 pub mod relations;
 pub mod repair;
 pub mod rewind;
+pub mod route_switched;
 mod session;
 pub mod store;
 pub mod stream;
@@ -55,6 +56,7 @@ pub use persistence::{
 pub use relations::{RelationChecker, check_relation, relational_validator};
 pub use repair::{check_balanced, interrupted_turn_closers};
 pub use rewind::{history_events, is_rewound, rewound_ranges};
+pub use route_switched::RouteSwitched;
 pub use session::{EventDraft, Session, Validator};
 pub use store::{
     SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,

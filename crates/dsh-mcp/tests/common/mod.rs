@@ -115,6 +115,11 @@ pub async fn world() -> World {
     let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
     let adapter = Arc::new(ScriptedAdapter::new());
     std::mem::forget(adapter.register(&core.llm).unwrap());
+    // Where images servers return are kept (the harness provides the file-backed store).
+    let attachments: Arc<dyn dsh_session::Attachments> =
+        Arc::new(dsh_testkit::MemoryAttachments::new());
+    ctx.provide::<dyn dsh_session::Attachments>(attachments)
+        .unwrap();
     let _ = ctx
         .on::<SessionCreated>(|s| {
             s.add_validator(relational_validator());

@@ -1,0 +1,81 @@
+//! Images a person attaches to a message (`dsh run --image`, an editor's or the browser's image
+//! block): checked, downscaled and stored once through `dsh-images`, the same path the
+//! `read_image` tool takes, so every front end sends what the others would.
+
+use std::path::Path;
+
+use dsh_session::{Attachments, ContentBlock, SessionId};
+
+use crate::{Harness, HarnessError};
+
+impl Harness {
+    /// Whether `session`'s model reads images: its catalogue row, or `[models."ID"] vision`
+    /// for a model the table does not know. A new session (an id no agent has) answers for
+    /// the configured model.
+    pub fn reads_images(&self, session: &SessionId) -> bool {
+        self.policy(session).model.vision
+    }
+
+    /// An image block for a message to `session`, from `bytes` (`label` names them in
+    /// errors: a file name, "the pasted image"). Refused before anything is stored when the
+    /// session's model reads no images: sending the model a line in place of the picture the
+    /// person chose would answer a question nobody asked.
+    pub fn attach_image(
+        &self,
+        session: &SessionId,
+        label: &str,
+        bytes: &[u8],
+    ) -> Result<ContentBlock, HarnessError> {
+        let policy = self.policy(session);
+        if !policy.model.vision {
+            return Err(HarnessError::Image(format!(
+                "{label}: model `{}` does not read images (if it does, say so in the config: \
+                 [models.\"{}\"] vision = true)",
+                policy.model.id, policy.model.id
+            )));
+        }
+        let store = self.ctx.get::<dyn Attachments>().ok_or_else(|| {
+            HarnessError::Image(format!("{label}: no attachment store is mounted"))
+        })?;
+        let attached = dsh_images::attach(store.as_ref(), bytes)
+            .map_err(|e| HarnessError::Image(format!("{label}: {e}")))?;
+        Ok(ContentBlock::Image {
+            attachment: attached.image,
+        })
+    }
+
+    /// [`Harness::attach_image`] for files, read whole (at most `dsh_images::MAX_INPUT_BYTES`
+    /// each); errors name the path. All are checked before the first is stored.
+    pub fn attach_image_files(
+        &self,
+        session: &SessionId,
+        paths: &[impl AsRef<Path>],
+    ) -> Result<Vec<ContentBlock>, HarnessError> {
+        let mut read = Vec::with_capacity(paths.len());
+        for path in paths {
+            let path = path.as_ref();
+            let label = path.display().to_string();
+            let len = std::fs::metadata(path)
+                .map_err(|e| HarnessError::Image(format!("{label}: {e}")))?
+                .len();
+            if len > dsh_images::MAX_INPUT_BYTES as u64 {
+                return Err(HarnessError::Image(format!(
+                    "{label}: {}",
+                    dsh_images::ImageError::TooLarge(len as usize)
+                )));
+            }
+            let bytes =
+                std::fs::read(path).map_err(|e| HarnessError::Image(format!("{label}: {e}")))?;
+            if dsh_session::image_media_type(&bytes).is_none() {
+                return Err(HarnessError::Image(format!(
+                    "{label}: {}",
+                    dsh_images::ImageError::NotAnImage
+                )));
+            }
+            read.push((label, bytes));
+        }
+        read.iter()
+            .map(|(label, bytes)| self.attach_image(session, label, bytes))
+            .collect()
+    }
+}

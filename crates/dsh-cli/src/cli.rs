@@ -307,8 +307,12 @@ impl From<OriginFilter> for dsh_harness::OriginFilter {
 /// `dsh hooks …`.
 #[derive(Subcommand, Debug)]
 pub enum HooksCommand {
-    /// Every hook that applies here, by event, with the file it comes from.
+    /// Every hook that applies here, by event, with the file it comes from and whether it is
+    /// trusted.
     List,
+    /// Trust this workspace's hooks files as they are now (recorded with their content hash in
+    /// $DSH_HOME; a changed file needs trust again).
+    Trust,
 }
 
 /// `dsh skills …`.

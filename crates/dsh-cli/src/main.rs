@@ -39,6 +39,33 @@ use dsh_harness::{SessionReference, workspace_dir};
 
 use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand, SkillsCommand};
 
+/// What the sandbox enforces on this machine, as `dsh config show`'s last lines: the guard's
+/// zygote is started to find out, as the first command of a session would.
+fn sandbox_status(settings: &Settings) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\n# the sandbox on this machine:\n");
+    match dsh_harness::guard::supervision(settings).enforcement() {
+        Ok(found) => {
+            let namespaces = match found.namespaces {
+                dsh_guard::Namespaces::None => format!("none ({})", found.namespace_reason),
+                kind => format!("mount and PID ({})", kind.as_str()),
+            };
+            let _ = writeln!(
+                out,
+                "#   landlock ABI {}; namespaces: {namespaces}",
+                found.abi
+            );
+            for gap in &found.gaps {
+                let _ = writeln!(out, "#   not enforced: {gap}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "#   unknown: the supervisor did not start ({e})");
+        }
+    }
+    out
+}
+
 fn main() {
     // The per-command supervisor is dsh re-executed: dispatched before anything else runs
     // (no clap, logging or runtime), so it stays single-threaded and cheap.
@@ -76,6 +103,7 @@ fn main() {
                 if let Ok(cwd) = workspace_dir(cli.global.cwd.clone()) {
                     dsh_harness::skills::render_folders(&mut text, &settings, &cwd);
                 }
+                text.push_str(&sandbox_status(&settings));
                 print_out(&text)
             }
             Err(e) => fail(&e.into()),
@@ -93,12 +121,15 @@ fn main() {
             Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e.into()),
         },
-        Some(Command::Hooks(HooksCommand::List)) => {
+        Some(Command::Hooks(command)) => {
             match Settings::load(&overrides)
                 .map_err(anyhow::Error::from)
                 .and_then(|settings| {
                     let cwd = workspace_dir(cli.global.cwd.clone())?;
-                    hooks::list(&settings, &cwd)
+                    match command {
+                        HooksCommand::List => hooks::list(&settings, &cwd),
+                        HooksCommand::Trust => hooks::trust(&settings, &cwd),
+                    }
                 }) {
                 Ok(text) => print_out(&text),
                 Err(e) => fail(&e),

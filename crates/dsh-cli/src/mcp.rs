@@ -23,7 +23,7 @@ pub fn list(settings: Settings) -> i32 {
     }
     let statuses = runtime.block_on(async {
         let ctx = Context::new();
-        dsh_harness::mcp::confine(&ctx, &settings)?;
+        dsh_harness::mcp::confine(&ctx, dsh_harness::guard::supervision(&settings))?;
         let mut options = dsh_harness::mcp::options(&settings)?;
         // Failures are part of the listing; no second report on stderr.
         options.on_failure = None;

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{World, bash, stderr, stdout};
 use dsh_session::EventKind;
 use dsh_testkit::MockResponse;
@@ -125,37 +123,93 @@ fn danger_full_access_by_flag_lets_the_write_through_and_the_session_says_so() {
 
 #[test]
 fn a_setsid_daemon_dies_with_a_killed_dsh() {
+    // Found by a tag: the command runs in a PID namespace, so a pid it printed means nothing
+    // here.
     let w = World::new();
-    let pid_file = w.cwd.path().join("daemon.pid");
+    let tag = dsh_testkit::Tag::new();
     w.server
         .push(MockResponse::tool_call(
             "call_1",
             "bash",
-            &bash("setsid sleep 33 & echo $! > daemon.pid.tmp && mv daemon.pid.tmp daemon.pid; sleep 100"),
+            &bash(&format!("setsid {} & sleep 100", tag.sleep(3600))),
         ))
         .push(MockResponse::text("unreachable"));
     let mut dsh = w.spawn(&["run", "x"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let pid: i32 = loop {
-        if let Ok(text) = std::fs::read_to_string(&pid_file) {
-            break text.trim().parse().unwrap();
-        }
-        assert!(Instant::now() < deadline, "the command never started");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    tag.wait_running(1, "the setsid daemon");
     dsh.kill().unwrap();
     dsh.wait().unwrap();
-    let running = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-            && std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.contains("33"))
+    tag.wait_gone("the setsid daemon outlived dsh");
+}
+
+#[test]
+fn full_access_by_flag_on_a_headless_run_lets_commands_run_and_says_so_once() {
+    // R16: without `--approval`, `dsh run --sandbox danger-full-access` would refuse every
+    // command that is not plainly read-only (its default policy `never`).
+    let w = World::new();
+    let out_dir = outside();
+    let target = out_dir.path().join("r16.txt");
+    let write = bash(&format!("echo x > '{}'", target.display()));
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &write))
+        .push(MockResponse::tool_call("call_2", "bash", &write))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&["run", "--sandbox", "danger-full-access", "x"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(target.exists());
+    let err = stderr(&out);
+    assert_eq!(err.matches("approval auto").count(), 1, "{err}");
+    let logged = decisions(&w, &w.only_session_id());
+    assert!(logged.iter().all(|d| d["approval"] == "auto"), "{logged:?}");
+}
+
+#[test]
+fn a_partial_sandbox_is_said_once_per_run_and_listed_by_config_show() {
+    // Without namespaces (turned off here, as on a kernel or container that refuses them)
+    // .git, .dsh and other processes' /proc stay reachable: dsh says so once, not per command.
+    // DSH_HOME outside every writable root (the test's home is under /tmp, one of them):
+    // without namespaces, a home inside one refuses every command instead.
+    let w = World::new();
+    let home = outside();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[sandbox]\nnamespaces = false\n",
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::tool_call("call_2", "bash", &bash("echo two")))
+        .push(MockResponse::text("Done."));
+    let dsh = |args: &[&str]| {
+        let mut cmd = w.dsh(args);
+        cmd.env("DSH_HOME", home.path());
+        cmd.output().unwrap()
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while running() {
-        assert!(Instant::now() < deadline, "the setsid daemon outlived dsh");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let out = dsh(&["run", "x"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("the sandbox is partial on this machine")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("no mount or PID namespace"), "{err}");
+    assert!(!err.contains("SANDBOX_UNAVAILABLE"), "{err}");
+    let show = dsh(&["config", "show"]);
+    let text = stdout(&show);
+    assert!(text.contains("namespaces: none (turned off"), "{text}");
+    assert!(
+        text.contains("#   not enforced: no mount or PID namespace"),
+        "{text}"
+    );
+    // With namespaces (this machine has them) nothing is said.
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("echo one")))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&["run", "x"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(!stderr(&out).contains("partial"), "{}", stderr(&out));
 }
 
 #[test]

@@ -129,3 +129,82 @@ fn a_broken_hooks_file_is_named_and_refuses_tool_calls() {
     assert!(!w.cwd.path().join("ran").exists());
     assert!(stderr(&out).contains("hooks.json:2:"), "{}", stderr(&out));
 }
+
+/// A workspace hook that writes a file outside the workspace (into dsh's home, which is
+/// outside every writable root), the attack of a planted `.dsh/hooks.json`.
+fn planted_hook(w: &World) -> std::path::PathBuf {
+    let target = w.home.path().join("pwned-by-hook");
+    write_hooks(
+        w,
+        &format!(
+            r#"{{"hooks":{{"SessionStart":[{{"hooks":[{{"type":"command","command":"echo x > {}"}}]}}]}}}}"#,
+            target.display()
+        ),
+    );
+    target
+}
+
+#[test]
+fn untrusted_workspace_hooks_run_sandboxed_even_in_danger_full_access_until_trusted() {
+    let w = World::new();
+    let target = planted_hook(&w);
+    w.server.push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--sandbox", "danger-full-access", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(!target.exists(), "an untrusted hook ran unconfined");
+    assert!(
+        stderr(&out).contains("are not trusted: they run sandboxed"),
+        "{}",
+        stderr(&out)
+    );
+    let listed = stdout(&w.output(&["hooks", "list"]));
+    assert!(listed.contains("NOT trusted"), "{listed}");
+
+    let trusted = w.output(&["hooks", "trust"]);
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    assert!(
+        stdout(&trusted).contains("trusted "),
+        "{}",
+        stdout(&trusted)
+    );
+    assert!(stdout(&w.output(&["hooks", "list"])).contains("read, trusted"));
+    w.server.push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--sandbox", "danger-full-access", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(
+        target.exists(),
+        "the trusted hook did not run as the session's commands do"
+    );
+
+    // Any change (as a sandboxed command could make) needs trust again.
+    std::fs::remove_file(&target).unwrap();
+    let hooks = w.cwd.path().join(".dsh/hooks.json");
+    let changed = std::fs::read_to_string(&hooks).unwrap() + " ";
+    std::fs::write(&hooks, changed).unwrap();
+    assert!(stdout(&w.output(&["hooks", "list"])).contains("CHANGED since trusted"));
+    w.server.push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--sandbox", "danger-full-access", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(!target.exists(), "a changed hooks file kept its trust");
+}
+
+#[test]
+fn the_users_own_hooks_need_no_trust() {
+    let w = World::new();
+    let target = w.cwd.path().join("outside-ws").join("own");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::write(
+        w.home.path().join("hooks.json"),
+        format!(
+            r#"{{"hooks":{{"SessionStart":[{{"hooks":[{{"type":"command","command":"echo x > {}"}}]}}]}}}}"#,
+            target.display()
+        ),
+    )
+    .unwrap();
+    w.server.push(MockResponse::text("ok"));
+    let out = w.output(&["run", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(target.exists());
+    assert!(!stderr(&out).contains("not trusted"), "{}", stderr(&out));
+    assert!(stdout(&w.output(&["hooks", "list"])).contains("read, yours"));
+}

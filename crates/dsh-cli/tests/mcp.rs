@@ -4,14 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
 use common::{World, stderr, stdout};
 use dsh_testkit::MockResponse;
 
 const SERVER: &str = env!("CARGO_BIN_EXE_dsh-cli-mcp-test-server");
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Writes `$DSH_HOME/config.toml` with `tables` (TOML text).
 fn configure(w: &World, tables: &str) {
@@ -25,45 +21,6 @@ fn server_table(name: &str, args: &[&str]) -> String {
         "[mcp_servers.{name}]\ncommand = {SERVER:?}\nargs = [{}]\ndefault_tools_approval_mode = \"approve\"\n\n",
         args.join(", ")
     )
-}
-
-fn log_path(w: &World) -> PathBuf {
-    w.cwd.path().join("server.log")
-}
-
-fn logged_pid(log: &Path, prefix: &str) -> u32 {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(pid) = text
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{prefix} ")))
-        {
-            return pid.parse().unwrap();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never logged `{prefix}`"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z'))
-    })
-}
-
-/// Polls (bounded) until `pid` is gone: another process's exit cannot be awaited.
-fn until_gone(pid: u32) {
-    let deadline = Instant::now() + PATIENCE;
-    while alive(pid) {
-        assert!(Instant::now() < deadline, "process {pid} outlived dsh");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -193,22 +150,19 @@ fn a_server_that_fails_to_start_is_reported_and_the_run_goes_on() {
 
 #[test]
 fn killing_dsh_leaves_no_server_process() {
+    // Found by a tag: the server runs in a PID namespace of its own, so the pids it could log
+    // mean nothing here. Its `setsid` daemon is the hardest process to catch.
     let w = World::new();
-    let log = log_path(&w);
-    configure(
-        &w,
-        &server_table("t", &["--log", log.to_str().unwrap(), "--grandchild"]),
-    );
+    let tag = dsh_testkit::Tag::new();
+    let daemon = format!("3600.{tag}");
+    configure(&w, &server_table("t", &["--daemon", &daemon]));
     let (held, _hold) = MockResponse::text("never").hold_before_headers();
     w.server.push(held);
     let mut dsh = w.spawn(&["run", "wait"]);
-    let server = logged_pid(&log, "started");
-    let child = logged_pid(&log, "child");
-    assert!(alive(server) && alive(child));
+    tag.wait_running(1, "the server's daemon");
     dsh.kill().unwrap(); // SIGKILL: no cleanup code of dsh runs.
     dsh.wait().unwrap();
-    until_gone(server);
-    until_gone(child);
+    tag.wait_gone("the server's daemon outlived dsh");
 }
 
 #[test]

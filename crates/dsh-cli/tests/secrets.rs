@@ -27,16 +27,28 @@ fn world_with_mock_provider() -> World {
     w
 }
 
+/// `dsh run PROMPT` with both secrets planted, unconfined so a probe can walk up to dsh (a
+/// confined command is in a PID namespace of its own and never sees dsh at all).
+fn unconfined_run(w: &World, prompt: &str) -> std::process::Command {
+    let mut command = w.dsh(&[
+        "run",
+        "--sandbox",
+        "danger-full-access",
+        "--provider",
+        "mock",
+        prompt,
+    ]);
+    command.env("MOCK_AUTH", KEY).env("GITHUB_TOKEN", TOKEN);
+    command
+}
+
 #[test]
 fn no_command_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
     let w = world_with_mock_provider();
     w.server
         .push(MockResponse::tool_call("call_1", "bash", &bash(PROBE)))
         .push(MockResponse::text("done"));
-    let out = w
-        .dsh(&["run", "--provider", "mock", "probe the environment"])
-        .env("MOCK_AUTH", KEY)
-        .env("GITHUB_TOKEN", TOKEN)
+    let out = unconfined_run(&w, "probe the environment")
         // Logs at every level must stay clean too.
         .env("DSH_LOG", "trace")
         .output()
@@ -51,8 +63,13 @@ fn no_command_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
         requests[0].header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
-    let result = serde_json::to_string(requests[1].messages()).unwrap();
-    assert!(result.contains("probe reached dsh"), "{result}");
+    let messages = requests[1].messages();
+    let result = messages
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(result.contains("\nprobe reached dsh"), "{result}");
     assert!(
         result.contains("PATH="),
         "the probe read no environment: {result}"
@@ -80,20 +97,15 @@ fn no_hook_finds_a_secret_in_the_environment_of_dsh_or_its_ancestors() {
         "type": "command",
         "command": format!("{{\n{PROBE}\n}} > '{}' 2>&1", dump.display()),
     }]}]}});
-    std::fs::create_dir_all(w.cwd.path().join(".dsh")).unwrap();
-    std::fs::write(w.cwd.path().join(".dsh/hooks.json"), hooks.to_string()).unwrap();
+    // The user's own hooks (no trust needed), run unconfined so the probe reaches dsh.
+    std::fs::write(w.home.path().join("hooks.json"), hooks.to_string()).unwrap();
     w.server
         .push(MockResponse::tool_call("call_1", "bash", &bash("echo hi")))
         .push(MockResponse::text("done"));
-    let out = w
-        .dsh(&["run", "--provider", "mock", "run something"])
-        .env("MOCK_AUTH", KEY)
-        .env("GITHUB_TOKEN", TOKEN)
-        .output()
-        .unwrap();
+    let out = unconfined_run(&w, "run something").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let seen = std::fs::read_to_string(&dump).unwrap();
-    assert!(seen.contains("probe reached dsh"), "{seen}");
+    assert!(seen.contains("\nprobe reached dsh"), "{seen}");
     assert!(!seen.contains(KEY) && !seen.contains(TOKEN), "{seen}");
     for file in w.session_files() {
         let log = std::fs::read_to_string(&file).unwrap();

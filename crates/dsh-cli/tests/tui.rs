@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::World;
 use common::pty_ui::Tui;
+use common::{World, stdout};
 use dsh_testkit::MockResponse;
 
 #[test]
@@ -201,6 +201,9 @@ fn an_approval_card_appears_and_a_deny_with_a_reason_reaches_the_model() {
             "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"touches the tree\"}}'"}]}]}}"#,
     )
     .unwrap();
+    // Trusted beforehand: this test is about the card the hook's `ask` brings up, not about
+    // the question an untrusted workspace's hooks bring up first.
+    assert!(w.output(&["hooks", "trust"]).status.success());
     w.server
         .push(MockResponse::tool_call(
             "c1",
@@ -391,6 +394,40 @@ fn the_ui_offers_custom_commands_and_answers_a_question_card_with_a_number() {
     tui.type_line("/exit");
     assert_eq!(tui.exit_code(), Some(0));
 }
+#[test]
+fn an_untrusted_workspaces_hooks_are_asked_about_once_and_trusting_records_them() {
+    let w = World::new();
+    let dir = w.cwd.path().join(".dsh");
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = w.cwd.path().join("hook-ran");
+    std::fs::write(
+        dir.join("hooks.json"),
+        format!(
+            r#"{{"hooks":{{"UserPromptSubmit":[{{"hooks":[{{"type":"command","command":"echo x >> {}"}}]}}]}}}}"#,
+            marker.display()
+        ),
+    )
+    .unwrap();
+    w.server
+        .push(MockResponse::text("first answer"))
+        .push(MockResponse::text("second answer"));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.type_line("hello");
+    tui.wait_for("Allow hooks?");
+    tui.wait_for("y allow once");
+    tui.keys("y");
+    tui.wait_for("first answer");
+    tui.type_line("again");
+    tui.wait_for("second answer");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    // Asked once: both prompts ran the hook.
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 2);
+    let listed = stdout(&w.output(&["hooks", "list"]));
+    assert!(listed.contains("read, trusted"), "{listed}");
+}
+
 #[test]
 fn a_running_commands_output_streams_into_its_card_before_it_ends() {
     let w = World::new();

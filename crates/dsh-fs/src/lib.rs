@@ -1,4 +1,6 @@
-//! Reading the files dsh finds by where they are.
+//! Reading the files dsh finds by where they are, and writing files beneath a directory
+//! descriptor ([`Place`]: see the `beneath` module) so a write decided for one place cannot
+//! land in another.
 //!
 //! dsh reads some files only because of their place: `$DSH_HOME/config.toml`, a workspace's
 //! `AGENTS.md`/`CLAUDE.md`, `.dsh/hooks.json`, skills and command files, the trust record. A
@@ -15,8 +17,12 @@
 //! - the read runs against a deadline, so a file system that stops answering stops only that
 //!   file.
 
+mod beneath;
 mod placed;
+mod trust;
 
+pub use beneath::{Place, Resolver, Root, write_atomic_in};
 pub use placed::{
     Oversize, PlacedError, PlacedFile, READ_DEADLINE, append_placed, check_placed, read_placed,
 };
+pub use trust::{TRUST_FILE, Trust, TrustRecord, content_hash};

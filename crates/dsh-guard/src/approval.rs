@@ -265,8 +265,25 @@ impl Guard {
             decision.rule = Some(format!("ask {rule}"));
             return decision;
         }
+        // An allow rule never lets git run unconfined in a repository whose config makes git
+        // run programs (see `crate::git`): the call is decided as if no rule matched, saying why.
+        let mut set_aside = None;
         if let Some(rule) = self.rules.allow.iter().find(|r| r.matches_all(&facts)) {
-            return by_rule(RuleAction::Allow, rule, Verdict::Allow);
+            let risk = (self.sandbox.mode == SandboxMode::DangerFullAccess)
+                .then(|| command.filter(|c| runs_git(c)))
+                .flatten()
+                .and_then(|_| crate::git::program_setting(base));
+            match risk {
+                None => return by_rule(RuleAction::Allow, rule, Verdict::Allow),
+                Some(setting) => {
+                    set_aside = Some(format!(
+                        " (the rule `{}` does not apply: this repository's git config sets \
+                         {setting}, which makes git run a program, and the command would run \
+                         unconfined)",
+                        rule.text()
+                    ));
+                }
+            }
         }
         if !effects.is_declared() {
             // An MCP tool does whatever its server does (an HTTP server is not even
@@ -340,8 +357,9 @@ impl Guard {
             && !is_safe_command(command)
         {
             return self.needs_approval(format!(
-                "`{}` runs unconfined (danger-full-access): {command}",
-                call.tool
+                "`{}` runs unconfined (danger-full-access): {command}{}",
+                call.tool,
+                set_aside.unwrap_or_default()
             ));
         }
         self.allowed("mode")
@@ -439,6 +457,15 @@ struct Beyond {
     refused: String,
 }
 
+/// Whether any simple command of `command` runs `git`.
+fn runs_git(command: &str) -> bool {
+    simple_commands(command).iter().any(|c| {
+        c.split_whitespace()
+            .next()
+            .is_some_and(|w| w == "git" || w.ends_with("/git"))
+    })
+}
+
 /// A declared path made absolute: relative paths hang off the caller's working directory.
 fn absolute(base: &Path, path: &Path) -> PathBuf {
     lexical(&if path.is_absolute() {
@@ -495,6 +522,40 @@ mod tests {
 
     fn bash(command: &str) -> Value {
         serde_json::json!({ "command": command, "description": "test" })
+    }
+
+    #[test]
+    fn an_allow_rule_never_runs_git_unconfined_over_a_planted_repository_config() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        let decide_in = |g: &Guard, command: &str| {
+            g.decide(&CallView {
+                tool: "bash",
+                effects: &ToolEffects::none().runs(command),
+                cwd: Some(repo.path()),
+            })
+        };
+        let mut danger = guard(SandboxMode::DangerFullAccess, ApprovalPolicy::Ask);
+        danger.rules.allow = rules(&["bash(git status*)"]);
+        std::fs::write(repo.path().join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        assert_eq!(decide_in(&danger, "git status").verdict, Verdict::Allow);
+        std::fs::write(
+            repo.path().join(".git/config"),
+            "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+        )
+        .unwrap();
+        let d = decide_in(&danger, "git status");
+        let Verdict::Ask { reason } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(
+            reason.contains("core.fsmonitor") && reason.contains("bash(git status*)"),
+            "{reason}"
+        );
+        // Confined, the rule still applies: the planted program would run sandboxed.
+        let mut confined = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Ask);
+        confined.rules.allow = rules(&["bash(git status*)"]);
+        assert_eq!(decide_in(&confined, "git status").verdict, Verdict::Allow);
     }
 
     #[test]

@@ -12,9 +12,30 @@ use landlock::{
 
 use crate::policy::DEVICE_ROOTS;
 
-/// The newest Landlock ABI whose rights dsh requests (and was tested against). Raising it
-/// changes what a ruleset handles, so only raise it after testing on such a kernel.
-pub const ABI_PIN: ABI = ABI::V7;
+/// The newest Landlock ABI whose rights dsh requests: the newest the landlock crate knows.
+/// A kernel with an older ABI enforces what it knows (best effort), and [`kernel_abi`] tells
+/// dsh what that is, so it can say what is missing and refuse below `[sandbox] min_abi`.
+/// Rights of ABI 8 to 10 (pathname unix sockets, UDP) were tested on no kernel yet: they are
+/// only handled with the network off, where refusing them is the point.
+pub const ABI_PIN: ABI = ABI::V10;
+
+/// The Landlock ABI of the running kernel: 0 when Landlock is not built in or not enabled.
+#[allow(unsafe_code)]
+pub fn kernel_abi() -> u32 {
+    /// `LANDLOCK_CREATE_RULESET_VERSION`.
+    const VERSION: libc::c_ulong = 1;
+    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag the call only
+    // returns a number (or -1 with errno); nothing is read or written.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::size_t,
+            VERSION,
+        )
+    };
+    u32::try_from(abi).unwrap_or(0)
+}
 
 /// Why a confining mode cannot be enforced here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,28 +89,91 @@ impl LandlockProbe for UnavailableProbe {
 }
 
 /// The ruleset of one confined command: reads and execution everywhere, every write right
-/// under `writes` and on the device files, and with `network` off no TCP bind or connect
-/// at all. Signals and abstract unix sockets are scoped to the command's own domain, so it
-/// cannot kill dsh, its supervisor or other commands.
+/// under `writes` and on the device files, and with `network` off no TCP (nor, on kernels
+/// that know them, UDP or pathname unix socket connections outside the roots) at all.
+/// Signals and abstract unix sockets are scoped to the command's own domain, so it cannot
+/// kill dsh, its supervisor or other commands.
 ///
 /// Writable roots get every right except making character or block devices (root could
-/// mknod a disk under `/tmp`). A kernel too old for TCP rules (ABI < 4) makes `network = off`
-/// a hard error rather than a silent no-op.
+/// mknod a disk under `/tmp`). Everything is requested best effort: what this kernel cannot
+/// enforce is known from [`kernel_abi`] and reported by the guard, and seccomp refuses
+/// non-unix sockets with the network off whatever the ABI.
 pub fn ruleset(writes: &[PathBuf], network: bool) -> Result<RulesetCreated, RulesetError> {
-    let all = AccessFs::from_all(ABI_PIN);
+    let mut all = AccessFs::from_all(ABI_PIN);
+    if network {
+        // Connecting to a unix socket outside the roots (the Docker socket, the session bus,
+        // an SSH agent) stays allowed while the network is on.
+        all &= !AccessFs::ResolveUnix;
+    }
     let writable = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut ruleset = Ruleset::default()
         .handle_access(all)?
         .scope(Scope::from_all(ABI_PIN))?;
     if !network {
-        ruleset = ruleset
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessNet::from_all(ABI::V4))?
-            .set_compatibility(CompatLevel::BestEffort);
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI_PIN))?;
     }
     ruleset
         .create()?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_PIN)))?
         .add_rules(path_beneath_rules(DEVICE_ROOTS, writable))?
         .add_rules(path_beneath_rules(writes, writable))
+}
+
+/// What a Landlock ABI below the pin leaves unenforced, one phrase per missing piece, for the
+/// notice dsh prints once. `namespaces` says whether a read-only mount namespace covers what
+/// Landlock lacks; `network` whether the network is on.
+pub fn gaps(abi: u32, namespaces: bool, network: bool) -> Vec<&'static str> {
+    let mut gaps = Vec::new();
+    if abi < 2 {
+        gaps.push(
+            "renaming or linking files across directories inside the writable roots fails (EXDEV)",
+        );
+    }
+    if abi < 3 && !namespaces {
+        gaps.push("truncate(2) of files outside the writable roots is not refused");
+    }
+    if abi < 4 && !network {
+        gaps.push("TCP is refused by the seccomp filter only (no Landlock network rules)");
+    }
+    if abi < 6 && !namespaces {
+        gaps.push("commands can signal processes outside the sandbox (dsh, other commands)");
+    }
+    gaps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gaps;
+
+    #[test]
+    fn the_newest_abi_with_namespaces_leaves_nothing_to_report() {
+        assert!(gaps(7, true, false).is_empty());
+        assert!(gaps(7, false, true).is_empty());
+    }
+
+    #[test]
+    fn truncate_and_signals_are_gaps_only_without_a_namespace_to_cover_them() {
+        let without = gaps(2, false, true);
+        assert!(
+            without.iter().any(|g| g.contains("truncate")),
+            "{without:?}"
+        );
+        assert!(without.iter().any(|g| g.contains("signal")), "{without:?}");
+        let with = gaps(2, true, true);
+        assert!(!with.iter().any(|g| g.contains("truncate")), "{with:?}");
+        assert!(!with.iter().any(|g| g.contains("signal")), "{with:?}");
+    }
+
+    #[test]
+    fn tcp_without_landlock_network_rules_is_named_only_with_the_network_off() {
+        assert!(gaps(3, true, false).iter().any(|g| g.contains("TCP")));
+        assert!(!gaps(3, true, true).iter().any(|g| g.contains("TCP")));
+        assert!(!gaps(4, true, false).iter().any(|g| g.contains("TCP")));
+    }
+
+    #[test]
+    fn abi_one_cannot_rename_across_directories() {
+        assert!(gaps(1, true, true).iter().any(|g| g.contains("EXDEV")));
+        assert!(!gaps(2, true, true).iter().any(|g| g.contains("EXDEV")));
+    }
 }

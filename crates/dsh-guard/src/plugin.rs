@@ -9,21 +9,19 @@
 //! reason. So subagents inherit the guard (one executor, one listener for every agent) and
 //! cannot widen it.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use dsh_kernel::{Context, KernelError, Registration};
-use dsh_session::CallId;
 use dsh_session::ContentBlock;
 use dsh_tools::{
     ExecView, PostExecute, PostExecuteInput, PreExecute, ToolCallResult, ToolResultNotice,
-    ToolsPostExecute, ToolsPreExecute, ToolsResult,
+    ToolsPostExecute, ToolsPreExecute, ToolsResult, WriteScope,
 };
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::approval::{ApprovalPolicy, CallView, Decision, Guard, Verdict};
 use crate::session_policy::SessionPolicies;
+use crate::writes::{AskedCalls, GuardWrites};
 
 /// The session event type of every guard decision and every answer to its questions.
 pub const DECISION_EVENT: &str = "approval/decided";
@@ -47,7 +45,14 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
         }
     };
     let guard_for_notes = guard.clone();
-    let asked: Arc<Mutex<HashSet<CallId>>> = Arc::default();
+    let asked: Arc<AskedCalls> = Arc::default();
+    // The file tools resolve their writes beneath the roots this policy allows.
+    if ctx.get::<dyn WriteScope>().is_none() {
+        ctx.provide::<dyn WriteScope>(Arc::new(GuardWrites {
+            guard: guard.clone(),
+            asked: asked.clone(),
+        }))?;
+    }
     let pre = ctx.on_waterfall::<ToolsPreExecute, _>({
         let asked = asked.clone();
         move |call, next| {
@@ -104,10 +109,11 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
                     Verdict::Allow => next.run(call).await,
                     Verdict::Ask { reason } => {
                         let call_id = call.call_id.clone();
+                        let caller = call.caller.clone();
                         match next.run(call).await? {
                             PreExecute::Deny { reason } => Ok(PreExecute::Deny { reason }),
                             PreExecute::Allow | PreExecute::Ask { .. } => {
-                                asked.lock().insert(call_id);
+                                asked.insert(caller.as_ref(), &call_id);
                                 Ok(PreExecute::Ask {
                                     reason: Some(reason),
                                 })
@@ -139,7 +145,7 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
         }
     })?;
     let answered = ctx.on::<ToolsResult>(move |notice: &ToolResultNotice| {
-        if asked.lock().remove(&notice.exec.call_id) {
+        if asked.remove(notice.exec.caller.as_ref(), &notice.exec.call_id) {
             log_answer(&notice.exec, &notice.result);
         }
     })?;
@@ -163,7 +169,11 @@ fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
     let text = input.result().text();
     let denials: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("Permission denied") || l.contains("Operation not permitted"))
+        .filter(|l| {
+            l.contains("Permission denied")
+                || l.contains("Operation not permitted")
+                || l.contains("Read-only file system")
+        })
         .collect();
     if denials.is_empty() {
         return None;
@@ -194,7 +204,7 @@ fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
             roots.join(", ")
         ));
     }
-    if !policy.network && text.contains("connect") {
+    if !policy.network && (text.contains("connect") || text.contains("socket")) {
         return Some(format!(
             "[sandbox] the network is off for commands (`[sandbox] network = false`){escalate}."
         ));

@@ -5,21 +5,34 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use crate::mode::SandboxMode;
+use crate::namespace::Namespaces;
 
 /// Device files every confining mode may write: sinks and sources that tools rely on
 /// (`/dev/null`), terminals for programs that open a pty, and `/dev/shm` for POSIX semaphores
-/// (Python's `ProcessPoolExecutor`).
+/// (Python's `ProcessPoolExecutor`). Not `/dev/tty`: commands have no controlling terminal,
+/// and the one dsh runs in is not theirs to write.
 pub const DEVICE_ROOTS: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
     "/dev/ptmx",
     "/dev/pts",
     "/dev/shm",
 ];
+
+/// Whether commands may run when `.git`, `.dsh` and `$DSH_HOME` cannot be kept read-only
+/// (no mount namespace here).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protect {
+    /// Run, and say once what is not protected (a `$DSH_HOME` inside a writable root is
+    /// refused even so).
+    #[default]
+    BestEffort,
+    /// Refuse confined commands (`SANDBOX_UNAVAILABLE`).
+    Require,
+}
 
 /// Everything that decides what a command may write and reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +40,7 @@ pub struct SandboxPolicy {
     /// The mode.
     pub mode: SandboxMode,
     /// Whether commands may open TCP connections and listen (false denies both, loopback
-    /// included).
+    /// included, and every socket that is not a unix socket).
     pub network: bool,
     /// The session's working directory: writable in `workspace-write`.
     pub workspace: PathBuf,
@@ -35,11 +48,22 @@ pub struct SandboxPolicy {
     pub writable_roots: Vec<PathBuf>,
     /// The system temp dirs (`/tmp` and `$TMPDIR`), writable in `workspace-write`.
     pub temp_dirs: Vec<PathBuf>,
+    /// dsh's own directory (config, sessions, trust records): never writable by commands,
+    /// even inside a writable root.
+    pub dsh_home: Option<PathBuf>,
+    /// What to do where `.git`, `.dsh` and `$DSH_HOME` cannot be kept read-only.
+    pub protect: Protect,
+    /// Refuse confined commands on a kernel whose Landlock ABI is older (`[sandbox] min_abi`).
+    pub min_abi: Option<u32>,
+    /// Use mount and PID namespaces where the kernel allows them; `false` runs with Landlock
+    /// and seccomp alone, as on a kernel without namespaces.
+    pub namespaces: bool,
 }
 
 impl SandboxPolicy {
-    /// A policy for `workspace` in `mode` with the network on, no extra roots, and the temp
-    /// dirs of this process (`/tmp`, `$TMPDIR`).
+    /// A policy for `workspace` in `mode` with the network on, no extra roots, the temp dirs
+    /// of this process (`/tmp`, `$TMPDIR`), namespaces where available and best-effort
+    /// protection.
     pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>) -> Self {
         let mut temp_dirs = vec![PathBuf::from("/tmp")];
         if let Some(dir) = std::env::var_os("TMPDIR").filter(|d| !d.is_empty()) {
@@ -51,6 +75,10 @@ impl SandboxPolicy {
             workspace: workspace.into(),
             writable_roots: Vec::new(),
             temp_dirs,
+            dsh_home: None,
+            protect: Protect::BestEffort,
+            min_abi: None,
+            namespaces: true,
         }
     }
 
@@ -66,23 +94,64 @@ impl SandboxPolicy {
 
     /// The directories a confined command may write (devices aside), canonicalized where
     /// they exist so a symlinked root still matches: none in `read-only` (the supervisor adds
-    /// the command's private temp dir), the workspace, temp dirs and extra roots otherwise.
+    /// the command's private temp space), the workspace, temp dirs and extra roots otherwise.
     pub fn write_roots(&self) -> Vec<PathBuf> {
+        self.named_write_roots()
+            .into_iter()
+            .map(|(root, _)| root)
+            .collect()
+    }
+
+    /// [`write_roots`](Self::write_roots) with the name each was configured by: (canonical,
+    /// as configured). The file tools map a model's path onto a root by either name.
+    pub fn named_write_roots(&self) -> Vec<(PathBuf, PathBuf)> {
         match self.mode {
             SandboxMode::ReadOnly => Vec::new(),
             SandboxMode::WorkspaceWrite | SandboxMode::DangerFullAccess => {
                 std::iter::once(&self.workspace)
                     .chain(&self.temp_dirs)
                     .chain(&self.writable_roots)
-                    .map(|root| root.canonicalize().unwrap_or_else(|_| lexical(root)))
+                    .map(|root| (canonical(root), lexical(root)))
                     .collect()
             }
         }
     }
 
+    /// The paths that stay read-only inside the writable roots: each root's `.git` and
+    /// `.dsh` (hooks, project config and repository config run code later, outside the
+    /// sandbox) and `$DSH_HOME` (dsh's own config).
+    pub fn protected_paths(&self) -> Vec<PathBuf> {
+        let roots = std::iter::once(&self.workspace).chain(&self.writable_roots);
+        let mut paths: Vec<PathBuf> = roots
+            .flat_map(|root| {
+                let root = canonical(root);
+                [root.join(".git"), root.join(".dsh")]
+            })
+            .collect();
+        paths.extend(self.dsh_home.as_deref().map(canonical));
+        paths
+    }
+
+    /// Whether `path` is, or is inside, a protected path.
+    pub fn is_protected(&self, path: &Path) -> bool {
+        let path = resolve_existing(path);
+        self.protected_paths().iter().any(|p| path.starts_with(p))
+    }
+
+    /// `$DSH_HOME` when it lies inside a writable root (commands could rewrite dsh's config
+    /// there unless a namespace keeps it read-only).
+    pub fn dsh_home_in_roots(&self) -> Option<PathBuf> {
+        let home = canonical(self.dsh_home.as_deref()?);
+        self.write_roots()
+            .iter()
+            .any(|root| home.starts_with(root))
+            .then_some(home)
+    }
+
     /// Whether the file tools may write `path` without asking: anywhere in
-    /// `danger-full-access`, nowhere in `read-only`, under a write root otherwise. The path is
-    /// resolved as far as it exists, so a symlink out of the workspace does not count as in it.
+    /// `danger-full-access`, nowhere in `read-only`, under a write root and outside the
+    /// protected paths otherwise. The path is resolved as far as it exists, so a symlink out
+    /// of the workspace does not count as in it.
     pub fn allows_write(&self, path: &Path) -> bool {
         match self.mode {
             SandboxMode::DangerFullAccess => true,
@@ -90,13 +159,20 @@ impl SandboxPolicy {
             SandboxMode::WorkspaceWrite => {
                 let path = resolve_existing(path);
                 self.write_roots().iter().any(|root| path.starts_with(root))
+                    && !self.protected_paths().iter().any(|p| path.starts_with(p))
             }
         }
     }
 
-    /// The supervisor's arguments for one command (see [`crate::supervisor`]); `unconfined`
-    /// for an approved escalation.
-    pub fn supervisor_args(&self, unconfined: bool) -> Vec<OsString> {
+    /// The supervisor's arguments for one job up to and including `--` (the command
+    /// follows): `unconfined` for an approved escalation, `namespaces` as the zygote found
+    /// them, `program` for a program exec'd directly.
+    pub fn supervisor_args(
+        &self,
+        unconfined: bool,
+        namespaces: Namespaces,
+        program: bool,
+    ) -> Vec<OsString> {
         let mode = if unconfined {
             SandboxMode::DangerFullAccess
         } else {
@@ -113,10 +189,24 @@ impl SandboxPolicy {
                 args.push("--write".into());
                 args.push(root.into_os_string());
             }
+            for path in self.protected_paths() {
+                args.push("--protect".into());
+                args.push(path.into_os_string());
+            }
+            args.push("--ns".into());
+            args.push(namespaces.as_str().into());
+        }
+        if program {
+            args.push("--program".into());
         }
         args.push("--".into());
         args
     }
+}
+
+/// `path` canonicalized where it exists, else folded lexically.
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| lexical(path))
 }
 
 /// `path` with `.` and `..` folded away, without touching the file system.
@@ -190,9 +280,25 @@ mod tests {
     }
 
     #[test]
+    fn protected_paths_are_not_writable_by_the_file_tools() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = ws.path().join("home");
+        let mut policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, ws.path());
+        policy.dsh_home = Some(home.clone());
+        assert!(!policy.allows_write(&ws.path().join(".git/hooks/pre-commit")));
+        assert!(!policy.allows_write(&ws.path().join(".dsh/hooks.json")));
+        assert!(!policy.allows_write(&home.join("config.toml")));
+        assert!(policy.allows_write(&ws.path().join(".github/x")));
+        assert_eq!(
+            policy.dsh_home_in_roots(),
+            Some(ws.path().canonicalize().unwrap().join("home"))
+        );
+    }
+
+    #[test]
     fn an_escalation_runs_unconfined() {
         let policy = SandboxPolicy::new(SandboxMode::ReadOnly, "/ws");
-        let args = policy.supervisor_args(true);
+        let args = policy.supervisor_args(true, Namespaces::User, false);
         assert_eq!(args[1], "danger-full-access");
         assert!(!args.contains(&"--write".into()));
     }

@@ -30,7 +30,8 @@ impl Guard {
                 );
                 format!(
                     "Commands run in a sandbox: they may write only under {}; elsewhere a \
-                     write fails with `Permission denied`.",
+                     write fails with `Permission denied` or `Read-only file system`, and \
+                     `.git`, `.dsh` and dsh's home stay read-only.",
                     roots.join(", ")
                 )
             }

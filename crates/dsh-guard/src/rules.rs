@@ -209,7 +209,7 @@ impl Rule {
                 None => true,
                 Some(Specifier::Command(pattern)) => call.command.is_some_and(|command| {
                     plainly_readable(command)
-                        && simple_commands(command)
+                        && simple_commands(&without_harmless_redirections(command))
                             .iter()
                             .all(|c| command_matches(pattern, c))
                 }),
@@ -242,11 +242,20 @@ fn command_pattern(spec: &str) -> String {
     }
 }
 
+/// A command pattern against one command. A trailing ` *` also matches the bare command
+/// (`ls *` matches `ls`). A trailing `*` right after a word (`git status*`) keeps the word
+/// boundary: it matches `git status` and `git status --short`, never `git statusx`, whose
+/// first word is another program or subcommand.
 fn command_matches(pattern: &str, command: &str) -> bool {
+    if let Some(bare) = pattern.strip_suffix(" *") {
+        return wildcard(pattern, command) || wildcard(bare, command);
+    }
+    if let Some(word) = pattern.strip_suffix('*')
+        && word.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-')
+    {
+        return wildcard(word, command) || wildcard(&format!("{word} *"), command);
+    }
     wildcard(pattern, command)
-        || pattern
-            .strip_suffix(" *")
-            .is_some_and(|bare| wildcard(bare, command))
 }
 
 /// `*` matches any run of characters (including none); everything else is literal.
@@ -370,18 +379,42 @@ fn strip_wrappers(mut command: &str) -> &str {
     }
 }
 
+/// The only redirections an allow rule sees through: discarding output, and stderr joined
+/// to stdout. Anything else (`>/dev/null_x`, `> out.txt`, `<<EOF`, `&>`) writes or reads
+/// something the rule did not name.
+const HARMLESS_REDIRECTIONS: &[&str] = &[">/dev/null", "2>/dev/null", "2>&1"];
+
+/// `command` with its harmless redirections (whole words) left out, so `2>&1` is not read as
+/// a background `&` followed by a command `1`.
+/// Separators that may follow a word with no space (`>/dev/null;`); they are kept.
+fn without_harmless_redirections(command: &str) -> String {
+    command
+        .split_whitespace()
+        .map(|word| {
+            let bare = word.trim_end_matches([';', '|', '&', ')']);
+            if HARMLESS_REDIRECTIONS.contains(&bare) {
+                &word[bare.len()..]
+            } else {
+                word
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Nothing in the command that a rule cannot see through: substitutions, redirections other
-/// than to `/dev/null` or another descriptor, `eval`/`source`/`exec`, variable assignments.
+/// than exactly [`HARMLESS_REDIRECTIONS`] (each a whole word), `eval`/`source`/`exec`, variable
+/// assignments.
 pub(crate) fn plainly_readable(command: &str) -> bool {
-    let cleaned = command
-        .replace("2>&1", "")
-        .replace("2>/dev/null", "")
-        .replace(">/dev/null", "")
-        .replace("> /dev/null", "");
-    if ["$(", "`", ">", "<", "${"]
-        .iter()
-        .any(|t| cleaned.contains(t))
-    {
+    if ["$(", "`", "${"].iter().any(|t| command.contains(t)) {
+        return false;
+    }
+    let redirections_are_harmless = command
+        .split_whitespace()
+        .map(|word| word.trim_end_matches([';', '|', '&', ')']))
+        .filter(|word| word.contains(['>', '<']))
+        .all(|word| HARMLESS_REDIRECTIONS.contains(&word));
+    if !redirections_are_harmless {
         return false;
     }
     let assigns = |piece: &String| {
@@ -450,6 +483,40 @@ mod tests {
         assert_eq!(bash("bash(git:*)", "git status"), (true, true));
         assert_eq!(bash("bash(git status)", "git status -s"), (false, false));
         assert_eq!(bash("bash(git status*)", "git status -s"), (true, true));
+        assert_eq!(bash("bash(git status*)", "git status"), (true, true));
+        assert_eq!(bash("bash(git status*)", "git statusx"), (false, false));
+        assert_eq!(bash("bash(git status *)", "git statusx"), (false, false));
+        assert_eq!(bash("bash(./scripts/*)", "./scripts/test.sh"), (true, true));
+    }
+
+    #[test]
+    fn only_exactly_the_harmless_redirections_keep_an_allow_rule() {
+        for fine in [
+            "git status >/dev/null",
+            "git status 2>/dev/null",
+            "git status 2>&1",
+            "git status 2>/dev/null; git log >/dev/null",
+        ] {
+            assert!(
+                bash("bash(git status*)", fine).1 || fine.contains("log"),
+                "{fine}"
+            );
+        }
+        assert!(bash("bash(git *)", "git status 2>/dev/null; git log >/dev/null").1);
+        // Leaving a redirection out never joins two commands into one.
+        assert!(!bash("bash(git status*)", "git status >/dev/null; rm -rf x").1);
+        assert!(!bash("bash(git status*)", "git status 2>/dev/null;rm -rf x").1);
+        for sneaky in [
+            "git status >/dev/null_x",
+            "git status > /dev/null",
+            "git status &>/dev/null",
+            "git status 1>/tmp/x",
+            "git status >/dev/null>x",
+            "git status <<EOF",
+            "git status 2>&1>out",
+        ] {
+            assert!(!bash("bash(git status*)", sneaky).1, "{sneaky}");
+        }
     }
 
     #[test]

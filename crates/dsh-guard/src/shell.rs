@@ -1,18 +1,22 @@
-//! The guard's side of dsh-shell's supervision seam: every command starts under the
-//! supervisor program with the session's sandbox policy, or is refused.
+//! The guard's side of dsh-shell's supervision seam: every command (and every stdio MCP
+//! server) starts under a supervisor forked by the guard's zygote, with the session's sandbox
+//! policy, or is refused.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use dsh_shell::{ShellError, SuperviseRequest, Supervision, SupervisorLaunch};
+use std::sync::{Arc, Once, OnceLock};
 
 use dsh_session::SessionId;
+use dsh_shell::{JobIo, JobKind, JobRequest, ShellError, SuperviseRequest, Supervision, Zygote};
 
-use crate::landlock::{KernelProbe, LandlockProbe};
-use crate::policy::SandboxPolicy;
+use crate::landlock::{KernelProbe, LandlockProbe, gaps};
+use crate::mode::SandboxMode;
+use crate::namespace::Namespaces;
+use crate::policy::{Protect, SandboxPolicy};
 use crate::session_policy::SessionPolicies;
 use crate::supervisor::SUPERVISE_ARG;
+use crate::zygote::{Hello, ZYGOTE_ARG};
 
 /// The error code of a command refused because its confining mode cannot be enforced.
 pub const SANDBOX_UNAVAILABLE: &str = "SANDBOX_UNAVAILABLE";
@@ -35,47 +39,39 @@ impl SupervisorProgram {
             args: vec![SUPERVISE_ARG.into()],
         }
     }
-}
 
-impl SandboxPolicy {
-    /// A command that runs `program args…` confined by this policy, for long-lived programs
-    /// dsh starts outside the shell (MCP servers, hooks): `supervisor` re-executed with
-    /// `--exec` applies the Landlock ruleset to itself, with `no_new_privs`, and execs the
-    /// program, so its stdio stays the caller's and every descendant inherits the confinement.
-    /// A confining mode that cannot be enforced exits 126 with `SANDBOX_UNAVAILABLE` on stderr
-    /// instead of starting the program. Unlike shell commands, its descendants are not swept
-    /// when it ends: the caller owns its lifetime. `read-only` gets no private temp dir.
-    pub fn confined_command<I, A>(
-        &self,
-        supervisor: &SupervisorProgram,
-        program: impl AsRef<OsStr>,
-        args: I,
-    ) -> std::process::Command
-    where
-        I: IntoIterator<Item = A>,
-        A: AsRef<OsStr>,
-    {
-        let mut policy_args = self.supervisor_args(false);
-        // `supervisor_args` ends with `--`; `--exec` goes before it.
-        policy_args.insert(policy_args.len() - 1, "--exec".into());
-        let mut command = std::process::Command::new(&supervisor.program);
-        command
-            .args(&supervisor.args)
-            .args(policy_args)
-            .arg(program)
-            .args(args);
-        command
+    /// A zygote of this program, not started yet.
+    pub fn zygote(&self) -> Zygote {
+        let mut args = self.args.clone();
+        args.push(ZYGOTE_ARG.into());
+        Zygote::new(self.program.clone(), args)
     }
 }
 
-/// Starts each command under [`SupervisorProgram`] with `policy` (narrowed per session by
-/// [`SessionPolicies`] when given them); refuses every confined command with
-/// `SANDBOX_UNAVAILABLE` when the probe says Landlock cannot be used.
-#[derive(Debug, Clone)]
+/// What the sandbox enforces on this machine, as found out when the first command starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    /// The namespaces commands get (none: Landlock and seccomp alone).
+    pub namespaces: Namespaces,
+    /// Why there are none (or only some), when so.
+    pub namespace_reason: String,
+    /// The kernel's Landlock ABI.
+    pub abi: u32,
+    /// What is not enforced in this configuration, one phrase each.
+    pub gaps: Vec<String>,
+}
+
+/// Starts each command under a supervisor forked by one zygote with `policy` (narrowed per
+/// session by [`SessionPolicies`] when given them: plan mode's read-only); refuses every
+/// confined command with `SANDBOX_UNAVAILABLE` when the probe says Landlock cannot be used,
+/// or when what the policy requires cannot be had here.
+#[derive(Debug)]
 pub struct GuardSupervision {
     policy: SandboxPolicy,
-    program: SupervisorProgram,
+    zygote: Zygote,
     probe: Arc<dyn LandlockProbe>,
+    hello: OnceLock<Result<Hello, String>>,
+    said: Once,
     policies: Option<Arc<SessionPolicies>>,
 }
 
@@ -93,8 +89,10 @@ impl GuardSupervision {
     ) -> Self {
         Self {
             policy,
-            program,
+            zygote: program.zygote(),
             probe,
+            hello: OnceLock::new(),
+            said: Once::new(),
             policies: None,
         }
     }
@@ -112,11 +110,126 @@ impl GuardSupervision {
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
     }
+
+    /// The zygote's process id, once it runs (benchmarks read its CPU counters).
+    pub fn zygote_pid(&self) -> Option<u32> {
+        self.zygote.pid()
+    }
+
+    /// What the sandbox enforces here (starts the zygote if it does not run yet).
+    pub fn enforcement(&self) -> Result<Enforcement, String> {
+        let hello = self.hello()?;
+        Ok(self.enforcement_with(&self.policy, hello))
+    }
+
+    fn hello(&self) -> Result<&Hello, String> {
+        self.hello
+            .get_or_init(|| {
+                let line = self.zygote.hello().map_err(|e| e.to_string())?;
+                Hello::decode(&line).ok_or_else(|| format!("unexpected zygote hello {line:?}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn enforcement_with(&self, policy: &SandboxPolicy, hello: &Hello) -> Enforcement {
+        let namespaces = if policy.namespaces {
+            hello.namespaces
+        } else {
+            Namespaces::None
+        };
+        let namespace_reason = if policy.namespaces {
+            hello.reason.clone()
+        } else {
+            "turned off (`[sandbox] namespaces = false`)".to_owned()
+        };
+        let with_ns = namespaces != Namespaces::None;
+        let mut found: Vec<String> = gaps(hello.abi, with_ns, policy.network)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if !with_ns {
+            found.push(format!(
+                "no mount or PID namespace ({namespace_reason}): chmod, chown, setxattr and \
+                 utimes of existing files outside the writable roots are not refused, .git and \
+                 .dsh stay writable, and other processes' /proc files (their environment) are \
+                 readable"
+            ));
+        }
+        Enforcement {
+            namespaces,
+            namespace_reason,
+            abi: hello.abi,
+            gaps: found,
+        }
+    }
+
+    /// Decides how a confined job of `policy` runs here, or refuses it.
+    fn plan(&self, policy: &SandboxPolicy) -> Result<Namespaces, ShellError> {
+        let refuse = |cause: String| ShellError::Refused {
+            code: SANDBOX_UNAVAILABLE,
+            message: format!(
+                "{SANDBOX_UNAVAILABLE}: the sandbox mode `{}` cannot be enforced here ({cause}), \
+                 so the command was not run. Rerun dsh with `--sandbox danger-full-access` to \
+                 run commands without the sandbox.",
+                policy.mode
+            ),
+        };
+        self.probe.probe().map_err(|e| {
+            refuse(format!(
+                "{}; enable Landlock: kernel 5.13+, `lsm=...,landlock`",
+                e.cause
+            ))
+        })?;
+        let hello = self
+            .hello()
+            .map_err(|e| refuse(format!("the supervisor did not start: {e}")))?;
+        if let Some(min) = policy.min_abi
+            && hello.abi < min
+        {
+            return Err(refuse(format!(
+                "the kernel's Landlock ABI is {}, below `[sandbox] min_abi = {min}`",
+                hello.abi
+            )));
+        }
+        let enforcement = self.enforcement_with(policy, hello);
+        if enforcement.namespaces == Namespaces::None {
+            if let Some(home) = policy.dsh_home_in_roots() {
+                return Err(refuse(format!(
+                    "dsh's home {} is inside a writable root and no mount namespace can keep it \
+                     read-only ({}); move DSH_HOME out of the workspace and writable roots",
+                    home.display(),
+                    enforcement.namespace_reason
+                )));
+            }
+            if policy.protect == Protect::Require {
+                return Err(refuse(format!(
+                    "`[sandbox] protect = \"require\"` needs a mount namespace to keep .git and \
+                     .dsh read-only, and none can be had ({})",
+                    enforcement.namespace_reason
+                )));
+            }
+        }
+        self.said.call_once(|| {
+            if !enforcement.gaps.is_empty() {
+                tracing::warn!(
+                    "the sandbox is partial on this machine (Landlock ABI {}): {}",
+                    enforcement.abi,
+                    enforcement.gaps.join("; ")
+                );
+            }
+        });
+        Ok(enforcement.namespaces)
+    }
 }
 
 impl Supervision for GuardSupervision {
-    fn supervisor(&self, request: &SuperviseRequest<'_>) -> Result<SupervisorLaunch, ShellError> {
+    fn start(&self, request: &SuperviseRequest<'_>, io: JobIo) -> Result<UnixStream, ShellError> {
         let mut policy = self.policy.for_workspace(request.workspace);
+        if request.untrusted && policy.mode == SandboxMode::DangerFullAccess {
+            // Untrusted code never runs unconfined, whatever the session's mode (R15).
+            policy.mode = SandboxMode::WorkspaceWrite;
+        }
         let narrowed = request
             .session
             .zip(self.policies.as_ref())
@@ -124,26 +237,31 @@ impl Supervision for GuardSupervision {
         if let Some(mode) = narrowed {
             policy.mode = policy.mode.narrowed_to(mode);
         }
-        // A narrowed session's command is never run unconfined, escalation or not: the
-        // narrowing is what the person asked for (plan mode), and it fails closed.
-        let unconfined = request.unconfined && narrowed.is_none();
-        if policy.mode.confines() && !unconfined {
-            self.probe.probe().map_err(|e| ShellError::Refused {
-                code: SANDBOX_UNAVAILABLE,
-                message: format!(
-                    "{SANDBOX_UNAVAILABLE}: the sandbox mode `{}` cannot be enforced here ({}), \
-                     so the command was not run. Rerun dsh with `--sandbox danger-full-access` \
-                     to run commands without the sandbox, or enable Landlock (kernel 5.13+, \
-                     `lsm=...,landlock`).",
-                    policy.mode, e.cause
-                ),
-            })?;
+        // Neither untrusted code nor a narrowed session's command (plan mode: what the person
+        // asked for, failing closed) runs unconfined, escalation or not.
+        let unconfined = request.unconfined && !request.untrusted && narrowed.is_none();
+        let confined = policy.mode.confines() && !unconfined;
+        let namespaces = if confined {
+            self.plan(&policy)?
+        } else {
+            Namespaces::None
+        };
+        let program = matches!(request.job, JobKind::Program(_));
+        let mut args = policy.supervisor_args(unconfined, namespaces, program);
+        match request.job {
+            JobKind::Bash(script) => args.push(script.into()),
+            JobKind::Program(argv) => args.extend(argv.iter().cloned()),
         }
-        let mut args = self.program.args.clone();
-        args.extend(policy.supervisor_args(unconfined));
-        Ok(SupervisorLaunch {
-            program: self.program.program.clone(),
+        let job = JobRequest {
             args,
-        })
+            cwd: request.workdir.to_path_buf(),
+            env: request.env.to_vec(),
+        };
+        self.zygote
+            .start(&job, io)
+            .map_err(|source| ShellError::Spawn {
+                what: "the command supervisor",
+                source,
+            })
     }
 }

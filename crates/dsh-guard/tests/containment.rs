@@ -1,5 +1,7 @@
 //! Nothing a command starts outlives it: `setsid` daemons and double forks are killed when the
-//! call ends, when it is cancelled, and when the process holding the executor dies.
+//! call ends, when it is cancelled, and when the process holding the executor dies. Processes
+//! are found by a tag in their command line: inside a PID namespace the pids a command prints
+//! are its own.
 
 #![allow(clippy::unwrap_used)]
 
@@ -7,110 +9,136 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use common::{LineFifo, PATIENCE, Proc, config};
+use common::{PATIENCE, config};
 use dsh_guard::{GuardSupervision, SandboxMode, SandboxPolicy, SupervisorProgram};
-use dsh_shell::{LocalShellExecutor, ShellExecRequest, ShellExecutor};
+use dsh_shell::{
+    JobIo, JobKind, LocalShellExecutor, ShellExecRequest, ShellExecutor, SuperviseRequest,
+    Supervision,
+};
+use dsh_testkit::Tag;
 use tokio_util::sync::CancellationToken;
 
-const SUPERVISOR: &str = env!("CARGO_BIN_EXE_dsh-guard-supervisor");
-
-fn guarded(mode: SandboxMode) -> LocalShellExecutor {
-    let program = SupervisorProgram {
-        program: PathBuf::from(SUPERVISOR),
+fn program() -> SupervisorProgram {
+    SupervisorProgram {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_dsh-guard-supervisor")),
         args: Vec::new(),
-    };
-    let policy = SandboxPolicy::new(mode, std::env::temp_dir());
-    LocalShellExecutor::new(config())
-        .unwrap()
-        .with_supervision(Arc::new(GuardSupervision::new(policy, program)))
+    }
 }
 
-/// Escapes of every kind, each printing its pid: a `setsid` daemon, a subshell's orphan, a
-/// double fork through `bash -c … & exit`.
-const ESCAPES: &str = "setsid sleep 37 & echo $!; \
-     (setsid sleep 38 & echo $!); \
-     bash -c 'sleep 39 & echo $!; exit'";
+fn policy(mode: SandboxMode, namespaces: bool) -> SandboxPolicy {
+    let mut policy = SandboxPolicy::new(mode, std::env::temp_dir());
+    policy.namespaces = namespaces;
+    policy
+}
 
-fn pids(text: &str) -> Vec<Proc> {
-    text.lines().map(|l| Proc::observe(Proc::pid(l))).collect()
+fn guarded(policy: SandboxPolicy) -> LocalShellExecutor {
+    LocalShellExecutor::new(config())
+        .unwrap()
+        .with_supervision(Arc::new(GuardSupervision::new(policy, program())))
+}
+
+/// Escapes of every kind: a `setsid` daemon, a subshell's orphan, a double fork through
+/// `bash -c … & exit`.
+fn escapes(tag: &Tag) -> String {
+    let sleep = tag.sleep(3600);
+    format!("setsid {sleep} & (setsid {sleep} &); bash -c '{sleep} & exit'; true")
+}
+
+/// Every mode, with and without namespaces (Landlock alone, as where the kernel allows none).
+fn every_setup() -> Vec<SandboxPolicy> {
+    vec![
+        policy(SandboxMode::WorkspaceWrite, true),
+        policy(SandboxMode::WorkspaceWrite, false),
+        policy(SandboxMode::ReadOnly, true),
+        policy(SandboxMode::DangerFullAccess, true),
+    ]
 }
 
 #[tokio::test]
 async fn escaped_descendants_are_gone_when_the_call_ends() {
-    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::DangerFullAccess] {
-        let exec = guarded(mode);
-        let spec = exec.resolve(ShellExecRequest::new(ESCAPES)).unwrap();
+    for policy in every_setup() {
+        let what = format!("{} namespaces {}", policy.mode, policy.namespaces);
+        let exec = guarded(policy);
+        let tag = Tag::new();
+        let spec = exec.resolve(ShellExecRequest::new(escapes(&tag))).unwrap();
         let result = tokio::time::timeout(PATIENCE, exec.run(spec))
             .await
             .unwrap()
             .unwrap();
-        let escaped = pids(&result.stdout.text);
-        assert_eq!(escaped.len(), 3, "{}", result.stdout.text);
-        assert_eq!(result.leftovers, 3, "every escape is counted ({mode})");
-        for proc in escaped {
-            assert!(
-                !proc.is_running(),
-                "pid {} outlived its call ({mode})",
-                proc.pid
-            );
-        }
+        assert_eq!(result.exit_code, Some(0), "{what}: {}", result.stderr.text);
+        assert_eq!(result.leftovers, 3, "every escape is counted ({what})");
+        assert_eq!(tag.running(), Vec::<i32>::new(), "{what}");
         exec.dispose().await;
     }
 }
 
-#[tokio::test]
+// Two workers: the test blocks one while it polls for the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escaped_descendants_are_gone_when_the_call_is_cancelled() {
-    let exec = guarded(SandboxMode::WorkspaceWrite);
-    let mut fifo = LineFifo::new();
-    let cancel = CancellationToken::new();
-    let req = ShellExecRequest {
-        env: vec![fifo.env("FIFO")],
-        cancel: Some(cancel.clone()),
-        ..ShellExecRequest::new("setsid sleep 36 & echo $! > \"$FIFO\"; sleep 100")
-    };
-    let spec = exec.resolve(req).unwrap();
-    let run = tokio::spawn({
-        let exec = Arc::new(exec);
-        async move { exec.run(spec).await }
-    });
-    let daemon = Proc::alive(Proc::pid(&fifo.read_line().await));
-    cancel.cancel();
-    let result = tokio::time::timeout(PATIENCE, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert!(result.aborted);
-    assert!(
-        !daemon.is_running(),
-        "the setsid daemon outlived the cancelled call"
-    );
+    for policy in every_setup() {
+        let what = format!("{} namespaces {}", policy.mode, policy.namespaces);
+        let exec = Arc::new(guarded(policy));
+        let tag = Tag::new();
+        let cancel = CancellationToken::new();
+        let req = ShellExecRequest {
+            cancel: Some(cancel.clone()),
+            ..ShellExecRequest::new(format!("setsid {} & sleep 100", tag.sleep(3600)))
+        };
+        let spec = exec.resolve(req).unwrap();
+        let run = tokio::spawn({
+            let exec = exec.clone();
+            async move { exec.run(spec).await }
+        });
+        // A read-only command cannot reach a FIFO of the test: the daemon is found by its tag.
+        tag.wait_running(1, &what);
+        cancel.cancel();
+        let result = tokio::time::timeout(PATIENCE, run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(result.aborted, "{what}");
+        assert_eq!(tag.running(), Vec::<i32>::new(), "{what}");
+        exec.dispose().await;
+    }
 }
 
 #[test]
 fn escaped_descendants_are_gone_when_dsh_dies() {
-    // The supervisor sees exactly what a SIGKILL of dsh does: its control socket's other end
-    // closes. It must then kill everything and exit.
-    let (ours, theirs) = UnixStream::pair().unwrap();
-    let mut supervisor = Command::new(SUPERVISOR)
-        .args(["--mode", "workspace-write", "--write", "/tmp", "--"])
-        .arg("setsid sleep 35 & echo $!; sleep 100")
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(supervisor.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let daemon = Proc::alive(Proc::pid(&line));
-    drop(ours);
-    let status = supervisor.wait().unwrap();
-    assert!(status.success());
-    assert!(!daemon.is_running(), "the setsid daemon outlived dsh");
+    // The supervisors see exactly what a SIGKILL of dsh does: the zygote's request socket and
+    // every control socket close. They must then kill everything and exit.
+    for policy in every_setup() {
+        let what = format!("{} namespaces {}", policy.mode, policy.namespaces);
+        let tag = Tag::new();
+        let supervision = GuardSupervision::new(policy, program());
+        let (mut out, out_w) = std::io::pipe().unwrap();
+        let (_err, err_w) = std::io::pipe().unwrap();
+        let script = format!("setsid {} & echo started; sleep 100", tag.sleep(3600));
+        let env = vec![("PATH".into(), std::env::var_os("PATH").unwrap())];
+        let request = SuperviseRequest {
+            job: JobKind::Bash(&script),
+            workdir: std::path::Path::new("/"),
+            env: &env,
+            unconfined: false,
+            workspace: None,
+            untrusted: false,
+            session: None,
+        };
+        let io = JobIo {
+            stdin: None,
+            stdout: out_w.into(),
+            stderr: err_w.into(),
+        };
+        let control = supervision.start(&request, io).unwrap();
+        let mut line = String::new();
+        BufReader::new(&mut out).read_line(&mut line).unwrap();
+        assert_eq!(line, "started\n", "{what}");
+        tag.wait_running(1, &what);
+        drop(control);
+        drop(supervision);
+        tag.wait_gone(&format!("the setsid daemon outlived dsh ({what})"));
+    }
 }

@@ -190,6 +190,8 @@ impl Harness {
                         .and_then(|s| s.api_key_env.clone()),
                 )
                 .collect(),
+            // Spill files in dsh's own home, which no sandboxed command may write.
+            scratch_dir: Some(settings.home.value.join("scratch")),
             ..ShellConfig::default()
         };
         // One set of per-session policies for the guard's decisions and the commands'
@@ -197,10 +199,11 @@ impl Harness {
         let policies = Arc::new(SessionPolicies::default());
         ctx.provide(policies.clone())
             .map_err(|e| HarnessError::start("provide the session policies", e))?;
+        let supervision = crate::guard::session_supervision(&settings, policies);
         let executor = Arc::new(
             LocalShellExecutor::new(shell)
                 .map_err(|e| HarnessError::start("start the shell", e))?
-                .with_supervision(crate::guard::supervision(&settings, policies)),
+                .with_supervision(supervision.clone()),
         );
         ctx.provide::<dyn ShellExecutor>(executor.clone())
             .map_err(|e| HarnessError::start("provide the shell", e))?;
@@ -274,7 +277,7 @@ impl Harness {
             .plugin(PlanPlugin)
             .await
             .map_err(|e| HarnessError::start("mount plan mode", e))?;
-        let mcp = crate::mcp::mount(&ctx, &settings).await?;
+        let mcp = crate::mcp::mount(&ctx, &settings, supervision).await?;
         // After subagents, so the hooks' tool listeners nest inside the subagent plugin's
         // approval rewrite (a hook's `ask` in a child is refused like any child's ask). Idle
         // notifications only where a person waits at the prompt: the long-lived front ends.

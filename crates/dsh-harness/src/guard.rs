@@ -4,15 +4,13 @@
 use std::sync::Arc;
 
 use dsh_guard::{
-    ApprovalPolicy, Guard, GuardSupervision, Installed, KernelProbe, LandlockProbe,
-    ProgramConfinement, SandboxPolicy, SessionPolicies, SupervisorProgram, UnavailableProbe,
+    ApprovalPolicy, Guard, GuardSupervision, Installed, SandboxPolicy, SessionPolicies,
+    SupervisorProgram,
 };
 use dsh_kernel::Context;
 use dsh_prompt::{Section, SystemPrompt};
-use dsh_shell::Supervision;
 
 use crate::config::Settings;
-use crate::config::guard::Protect;
 use crate::error::HarnessError;
 
 /// The sandbox policy of `settings`; `workspace` is the fallback for calls whose session
@@ -23,46 +21,34 @@ fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
     let mut policy = SandboxPolicy::new(guard.sandbox.value, workspace);
     policy.network = guard.network.value;
     policy.writable_roots = guard.writable_roots.value.clone();
+    policy.dsh_home = Some(settings.home.value.clone());
+    policy.protect = guard.protect.value;
+    policy.namespaces = guard.namespaces.value;
+    policy.min_abi = guard.min_abi.as_ref().map(|m| m.value);
     policy
 }
 
-/// Whether confinement can be enforced: the kernel's answer, except that with
-/// `protect = "require"` a confining mode refuses everything, because `.git` and `.dsh` cannot
-/// be kept read-only without a mount namespace (not implemented yet): failing closed is what
-/// "require" asks for.
-fn probe(settings: &Settings, policy: &SandboxPolicy) -> Arc<dyn LandlockProbe> {
-    match settings.guard.protect.value {
-        Protect::Require if policy.mode.confines() => Arc::new(UnavailableProbe(
-            "[sandbox] protect = \"require\" needs a mount namespace to keep .git and .dsh \
-             read-only, which this dsh does not set up yet"
-                .to_owned(),
-        )),
-        _ => Arc::new(KernelProbe::default()),
-    }
+/// How the shell runs every command and how stdio MCP servers start: under a supervisor
+/// forked by one zygote of dsh itself (`dsh __supervise --zygote`), inside the session's
+/// sandbox, or refused. One supervision serves both, so a session starts one zygote.
+pub fn supervision(settings: &Settings) -> Arc<GuardSupervision> {
+    Arc::new(unnarrowed(settings))
 }
 
-/// How the shell runs every command: under dsh itself re-executed as the supervisor
-/// (`dsh __supervise`), or refused (see [`probe`]); a session narrowed in `policies` (plan
-/// mode) runs its commands under the narrower mode.
-pub fn supervision(settings: &Settings, policies: Arc<SessionPolicies>) -> Arc<dyn Supervision> {
-    let policy = sandbox_policy(settings);
-    let probe = probe(settings, &policy);
-    Arc::new(
-        GuardSupervision::with_probe(policy, SupervisorProgram::this_executable(), probe)
-            .with_session_policies(policies),
+/// [`supervision`] for a composition whose sessions may be narrowed in `policies` (plan
+/// mode): their commands run under the narrower mode.
+pub(crate) fn session_supervision(
+    settings: &Settings,
+    policies: Arc<SessionPolicies>,
+) -> Arc<GuardSupervision> {
+    Arc::new(unnarrowed(settings).with_session_policies(policies))
+}
+
+fn unnarrowed(settings: &Settings) -> GuardSupervision {
+    GuardSupervision::new(
+        sandbox_policy(settings),
+        SupervisorProgram::this_executable(),
     )
-}
-
-/// How stdio MCP servers start: inside the session's sandbox mode, confined by dsh itself
-/// re-executed (`dsh __supervise --exec`), or refused like a command would be.
-pub fn mcp_confinement(settings: &Settings) -> Arc<dyn dsh_mcp::CommandConfinement> {
-    let policy = sandbox_policy(settings);
-    let probe = probe(settings, &policy);
-    let confinement =
-        ProgramConfinement::with_probe(policy, SupervisorProgram::this_executable(), probe);
-    dsh_mcp::confinement(move |workspace, program, args| {
-        Ok(confinement.command(workspace, program, args)?)
-    })
 }
 
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front

@@ -50,7 +50,7 @@ pub mod config;
 mod effort;
 pub mod env;
 mod error;
-mod guard;
+pub mod guard;
 mod hooks;
 mod images;
 mod instructions;

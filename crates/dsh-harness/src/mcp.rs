@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use dsh_kernel::{Context, PluginHandle};
-use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin};
+use dsh_mcp::{McpOptions, McpPlugin};
+use dsh_shell::Supervision;
 
 use crate::config::Settings;
 use crate::error::HarnessError;
@@ -41,10 +42,11 @@ pub fn options(settings: &Settings) -> Result<McpOptions, HarnessError> {
     Ok(options)
 }
 
-/// Puts the session's sandbox on `ctx` for every stdio server started there: the configured
-/// ones and the ones an editor sends over ACP.
-pub fn confine(ctx: &Context, settings: &Settings) -> Result<(), HarnessError> {
-    ctx.provide::<dyn CommandConfinement>(crate::guard::mcp_confinement(settings))
+/// Puts `supervision` on `ctx` for every stdio server started there: the configured ones
+/// and the ones an editor sends over ACP run under the same supervisor (and sandbox) as the
+/// session's commands.
+pub fn confine(ctx: &Context, supervision: Arc<dyn Supervision>) -> Result<(), HarnessError> {
+    ctx.provide::<dyn Supervision>(supervision)
         .map_err(|e| HarnessError::start("set up the sandbox of MCP servers", e))
 }
 
@@ -54,8 +56,9 @@ pub fn confine(ctx: &Context, settings: &Settings) -> Result<(), HarnessError> {
 pub(crate) async fn mount(
     ctx: &Context,
     settings: &Settings,
+    supervision: Arc<dyn Supervision>,
 ) -> Result<Option<PluginHandle>, HarnessError> {
-    confine(ctx, settings)?;
+    confine(ctx, supervision)?;
     if settings.mcp_servers.is_empty() {
         return Ok(None);
     }

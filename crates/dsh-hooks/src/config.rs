@@ -99,6 +99,21 @@ pub struct HookCommand {
     pub timeout: Duration,
     /// The file it came from (shown by `dsh hooks list` and in the log).
     pub source: PathBuf,
+    /// Whether its file is trusted: the user's own (`$DSH_HOME`), or a workspace file whose
+    /// exact content the user trusted. An untrusted hook runs sandboxed or not at all.
+    pub trusted: bool,
+}
+
+/// A workspace hooks file the user has not trusted (in this content), as it was read: trust
+/// is recorded for exactly these bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UntrustedFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its content when read.
+    pub content: Vec<u8>,
+    /// It was trusted before, with other content.
+    pub changed: bool,
 }
 
 /// Every hook dsh will run, in run order.
@@ -109,6 +124,8 @@ pub struct HookSet {
     pub sources: Vec<PathBuf>,
     /// Why files in a hooks file's place were not read (not a regular file, too large).
     pub refused: Vec<String>,
+    /// The files whose hooks are not trusted.
+    pub untrusted: Vec<UntrustedFile>,
 }
 
 /// The most a hooks file may hold; a larger one is refused.
@@ -121,6 +138,7 @@ impl HookSet {
             hooks,
             sources: Vec::new(),
             refused: Vec::new(),
+            untrusted: Vec::new(),
         }
     }
 
@@ -128,10 +146,21 @@ impl HookSet {
     /// or malformed one is an error naming the file (and line:column for JSON errors), so a
     /// typo never silently disables a policy hook.
     pub fn load(paths: &[PathBuf]) -> Result<Self, HooksError> {
+        Self::load_trusted(paths, &|_, _| dsh_fs::Trust::Trusted)
+    }
+
+    /// [`HookSet::load`], asking `trust` about each file's content: the hooks of a file that
+    /// is not [`Trusted`](dsh_fs::Trust::Trusted) are marked untrusted, and the file is listed
+    /// in [`HookSet::untrusted`] with the bytes that were read.
+    pub fn load_trusted(
+        paths: &[PathBuf],
+        trust: &dyn Fn(&Path, &[u8]) -> dsh_fs::Trust,
+    ) -> Result<Self, HooksError> {
         let mut set = HookSet::default();
         for path in paths {
-            let text = match dsh_fs::read_placed(path, HOOKS_FILE_LIMIT, dsh_fs::Oversize::Refuse) {
-                Ok(Some(file)) => String::from_utf8_lossy(&file.bytes).into_owned(),
+            let bytes = match dsh_fs::read_placed(path, HOOKS_FILE_LIMIT, dsh_fs::Oversize::Refuse)
+            {
+                Ok(Some(file)) => file.bytes,
                 Ok(None) => continue,
                 Err(dsh_fs::PlacedError::Io { source, .. }) => {
                     return Err(HooksError::Read {
@@ -147,7 +176,19 @@ impl HookSet {
                     continue;
                 }
             };
-            set.hooks.extend(parse_file(path, &text)?);
+            let mut hooks = parse_file(path, &String::from_utf8_lossy(&bytes))?;
+            let verdict = trust(path, &bytes);
+            if verdict != dsh_fs::Trust::Trusted && !hooks.is_empty() {
+                for hook in &mut hooks {
+                    hook.trusted = false;
+                }
+                set.untrusted.push(UntrustedFile {
+                    path: path.clone(),
+                    content: bytes,
+                    changed: verdict == dsh_fs::Trust::Changed,
+                });
+            }
+            set.hooks.extend(hooks);
             set.sources.push(path.clone());
         }
         Ok(set)
@@ -277,6 +318,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<HookCommand>, HooksErro
                     command,
                     timeout,
                     source: path.to_path_buf(),
+                    trusted: true,
                 });
             }
         }

@@ -21,7 +21,9 @@ pub mod matcher;
 pub mod outcome;
 mod plugin;
 pub mod runner;
+mod trust;
 
-pub use config::{HookCommand, HookEvent, HookSet};
+pub use config::{HookCommand, HookEvent, HookSet, UntrustedFile};
 pub use error::HooksError;
 pub use plugin::{HOOKS_PLUGIN, HookSource, HooksOptions, HooksPlugin, MAX_FORCED_CONTINUATIONS};
+pub use trust::{HookTrust, TrustAnswer, TrustGate, TrustQuestion};

@@ -33,10 +33,13 @@ use dsh_tools::{ExecView, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExe
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
+use dsh_fs::{Trust, TrustRecord};
+
 use crate::config::{HookEvent, HookSet, default_paths};
 use crate::matcher::claude_code_name;
 use crate::outcome::{Decision, HookOutcome};
 use crate::runner::{HookSite, run_event};
+use crate::trust::{HookTrust, TrustGate};
 
 /// The plugin name, also the `plugin` of the context messages hooks add.
 pub const HOOKS_PLUGIN: &str = "hooks";
@@ -69,6 +72,9 @@ pub struct HooksOptions {
     /// Run `Notification` hooks when a root agent goes idle (interactive front ends; a headless
     /// run ends when its agent is idle, so nobody is waiting there).
     pub idle_notifications: bool,
+    /// How untrusted workspace hooks are decided about (see [`crate::HookTrust`]); `None`
+    /// runs them sandboxed and says so.
+    pub trust: Option<Arc<dyn HookTrust>>,
 }
 
 /// Mounts command hooks on the loop's events for every agent.
@@ -79,11 +85,17 @@ pub struct HooksPlugin {
 impl HooksPlugin {
     /// A plugin reading hooks as `options` say.
     pub fn new(options: HooksOptions) -> Self {
+        let record = match &options.source {
+            HookSource::Files { dsh_home, .. } => Some(TrustRecord::new(dsh_home)),
+            HookSource::Fixed(_) => None,
+        };
+        let trust = Arc::new(TrustGate::new(record, options.trust.clone()));
         Self {
             state: Arc::new(State {
                 options,
                 loaded: Mutex::new(HashMap::new()),
                 agents: Mutex::new(HashMap::new()),
+                trust,
             }),
         }
     }
@@ -98,6 +110,8 @@ struct State {
     loaded: Mutex<HashMap<PathBuf, Loaded>>,
     /// Per live agent.
     agents: Mutex<HashMap<SessionId, AgentHooks>>,
+    /// Decides about untrusted workspace hooks.
+    trust: Arc<TrustGate>,
 }
 
 #[derive(Default)]
@@ -125,8 +139,20 @@ impl State {
                 .lock()
                 .entry(cwd.to_path_buf())
                 .or_insert_with(|| {
-                    let loaded = HookSet::load(&default_paths(dsh_home, cwd, *claude_code))
-                        .map_err(|e| e.to_string());
+                    // The user's own file needs no trust; the workspace's need the record's.
+                    let own = dsh_home.join("hooks.json");
+                    let record = TrustRecord::new(dsh_home);
+                    let trust = |path: &Path, content: &[u8]| {
+                        if path == own {
+                            return Trust::Trusted;
+                        }
+                        record.check(path, content).unwrap_or_else(|error| {
+                            tracing::warn!("{error}; workspace hooks count as untrusted");
+                            Trust::Unknown
+                        })
+                    };
+                    let paths = default_paths(dsh_home, cwd, *claude_code);
+                    let loaded = HookSet::load_trusted(&paths, &trust).map_err(|e| e.to_string());
                     if let Err(e) = &loaded {
                         tracing::error!("{e}; every tool call of this workspace is refused");
                     }
@@ -149,6 +175,7 @@ impl State {
                 ctx: agent.ctx().clone(),
                 cwd,
                 cancel,
+                trust: self.trust.clone(),
             },
             loaded,
         )
@@ -521,6 +548,7 @@ fn pre_compact(state: &Arc<State>, ctx: &Context, session: &Arc<Session>, trigge
         ctx: ctx.clone(),
         cwd,
         cancel: None,
+        trust: state.trust.clone(),
     };
     let set = set.clone();
     runtime.spawn(async move {

@@ -2,7 +2,6 @@
 //! the session's working directory and sandbox, process-group kill, a timeout), one after
 //! another in configuration order, each run logged in the session.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HookCommand, HookEvent, HookSet};
 use crate::outcome::{HookExit, HookOutcome, decode};
+use crate::trust::{TrustAnswer, TrustGate};
 
 /// Event type of the log entry written before a hook runs.
 pub const HOOK_INVOKED: &str = "hook/invoked";
@@ -32,6 +32,8 @@ pub struct HookSite {
     pub cwd: PathBuf,
     /// Stops the hooks when the turn is cancelled.
     pub cancel: Option<CancellationToken>,
+    /// Decides about untrusted workspace hooks.
+    pub trust: Arc<TrustGate>,
 }
 
 /// Runs every hook of `event` whose matcher accepts `subject`, in order, and merges their
@@ -80,11 +82,20 @@ pub async fn run_event(
     input.insert("hook_event_name".into(), json!(event.name()));
     input.extend(fields);
     let input = Value::Object(input);
+    let untrusted = if hooks.iter().any(|h| !h.trusted) {
+        site.trust.answer(site, set).await
+    } else {
+        TrustAnswer::Trust
+    };
     for hook in hooks {
         if site.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             break;
         }
-        let outcome = run_one(executor.as_ref(), hook, &input, site).await;
+        let confine = !hook.trusted && untrusted == TrustAnswer::Confine;
+        if !hook.trusted && untrusted == TrustAnswer::Skip {
+            continue;
+        }
+        let outcome = run_one(executor.as_ref(), hook, &input, site, confine).await;
         merged.merge(outcome);
     }
     report(event, &merged);
@@ -114,6 +125,7 @@ async fn run_one(
     hook: &HookCommand,
     input: &Value,
     site: &HookSite,
+    confine: bool,
 ) -> HookOutcome {
     let event = hook.event;
     log(
@@ -124,10 +136,11 @@ async fn run_one(
             "event": event.name(),
             "command": hook.command,
             "source": hook.source.display().to_string(),
+            "trusted": hook.trusted,
         }),
     );
     let started = Instant::now();
-    let exit = execute(executor, hook, input, site).await;
+    let exit = execute(executor, hook, input, site, confine).await;
     let outcome = match &exit {
         Ok(exit) => decode(event, &hook.command, exit),
         Err(message) => HookOutcome {
@@ -156,31 +169,23 @@ async fn run_one(
     outcome
 }
 
-/// Runs the command with the event JSON on its standard input. The executor has no stdin
-/// channel, so the input goes through a private temporary file that the script's first line
-/// redirects onto fd 0 (the file is removed when the run ends).
+/// Runs the command with the event JSON on its standard input, through a pipe (as Claude
+/// Code does): nothing of it is ever on disk, where a background command could rewrite it
+/// before the hook reads it.
 async fn execute(
     executor: &dyn ShellExecutor,
     hook: &HookCommand,
     input: &Value,
     site: &HookSite,
+    untrusted: bool,
 ) -> Result<HookExit, String> {
-    let mut file = tempfile::Builder::new()
-        .prefix("dsh-hook-")
-        .suffix(".json")
-        .tempfile()
-        .map_err(|e| format!("cannot write its input: {e}"))?;
-    serde_json::to_writer(&mut file, input).map_err(|e| format!("cannot write its input: {e}"))?;
-    file.flush()
-        .map_err(|e| format!("cannot write its input: {e}"))?;
-    let input_path = file.path().display().to_string();
+    let input = serde_json::to_vec(input).map_err(|e| format!("cannot encode its input: {e}"))?;
     let project = site.cwd.display().to_string();
     let request = ShellExecRequest {
-        command: format!("exec 0<\"$DSH_HOOK_INPUT\"\n{}", hook.command),
+        command: hook.command.clone(),
         workdir: Some(site.cwd.clone()),
         timeout: Some(hook.timeout),
         env: vec![
-            ("DSH_HOOK_INPUT".into(), input_path),
             ("DSH_PROJECT_DIR".into(), project.clone()),
             ("CLAUDE_PROJECT_DIR".into(), project),
             (
@@ -197,11 +202,13 @@ async fn execute(
         // A hook is the person's own program, not the model's: a session's narrowing (plan
         // mode) is about what the model may do, so hooks keep the configured sandbox.
         session: None,
+        stdin: Some(input),
+        // An untrusted workspace's hook is sandboxed whatever the session's mode.
+        untrusted,
         live: None,
     };
     let spec = executor.resolve(request).map_err(|e| e.to_string())?;
     let result = executor.run(spec).await.map_err(|e| e.to_string())?;
-    drop(file);
     Ok(HookExit {
         code: result.exit_code,
         timed_out: result.timed_out,

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use dsh_agent::{AgentOptions, AgentRef, CreateAgentOptions};
 use dsh_agent_loop::{Core, CoreConfig, mount_core};
-use dsh_hooks::{HookSet, HookSource, HooksOptions, HooksPlugin, config::parse_file};
+use dsh_hooks::{
+    HookSet, HookSource, HookTrust, HooksOptions, HooksPlugin, TrustAnswer, TrustQuestion,
+    config::parse_file,
+};
 use dsh_kernel::Context;
 use dsh_session::{
     EventKind, Message, SessionCreated, SessionMeta, TurnEndReason, check_balanced,
@@ -41,6 +44,16 @@ async fn harness(hooks_json: &str, scripts: Vec<Script>) -> H {
 
 /// A harness with hooks from `source`, working in `dir`.
 async fn harness_with(source: HookSource, dir: tempfile::TempDir, scripts: Vec<Script>) -> H {
+    harness_trusting(source, dir, scripts, None).await
+}
+
+/// [`harness_with`] with a front end's decider about untrusted workspace hooks.
+async fn harness_trusting(
+    source: HookSource,
+    dir: tempfile::TempDir,
+    scripts: Vec<Script>,
+    trust: Option<Arc<dyn HookTrust>>,
+) -> H {
     let ctx = Context::new();
     let executor: Arc<dyn ShellExecutor> =
         Arc::new(LocalShellExecutor::new(ShellConfig::default()).unwrap());
@@ -58,6 +71,7 @@ async fn harness_with(source: HookSource, dir: tempfile::TempDir, scripts: Vec<S
         ctx.plugin(HooksPlugin::new(HooksOptions {
             source,
             idle_notifications: false,
+            trust,
         }))
         .await
         .unwrap(),
@@ -241,6 +255,33 @@ async fn post_tool_use_receives_the_calls_input_and_output() {
     );
     assert_eq!(input["session_id"], agent.id().as_str());
     assert_eq!(input["cwd"], h.dir.path().display().to_string());
+    assert_healthy(&h, &agent);
+}
+
+#[tokio::test]
+async fn a_hook_reads_its_input_from_a_pipe_that_no_other_command_can_reach() {
+    // The attack on file-based input: a background command rewrote the JSON in /tmp before
+    // the hook read it. A pipe has no name to find.
+    let h = harness(
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command",
+            "command":"readlink /proc/self/fd/0 > $DIR/stdin.txt; cat > $DIR/pre.json"}]}]}}"#,
+        vec![
+            Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"echo ok","description":"test"}"#,
+            ),
+            Script::text("ok"),
+        ],
+    )
+    .await;
+    let agent = h.agent().await;
+    h.run(&agent, "go").await;
+    let stdin = std::fs::read_to_string(h.path("stdin.txt")).unwrap();
+    assert!(stdin.starts_with("pipe:"), "{stdin}");
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.path("pre.json")).unwrap()).unwrap();
+    assert_eq!(input["tool_input"]["command"], "echo ok");
     assert_healthy(&h, &agent);
 }
 
@@ -442,4 +483,83 @@ async fn a_compaction_runs_pre_compact_and_the_next_step_gets_session_start_comp
     };
     assert_eq!(input["hook_event_name"], "PreCompact");
     assert_eq!(input["trigger"], "manual");
+}
+
+/// A front end that answers every trust question with `answer` and counts the questions.
+#[derive(Debug)]
+struct Answers {
+    answer: TrustAnswer,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl HookTrust for Answers {
+    async fn decide(&self, question: &TrustQuestion<'_>) -> TrustAnswer {
+        assert_eq!(question.files.len(), 1);
+        assert!(
+            question.commands[0].contains("ran"),
+            "{:?}",
+            question.commands
+        );
+        self.asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.answer
+    }
+}
+
+#[tokio::test]
+async fn untrusted_workspace_hooks_are_asked_about_once_and_trust_is_recorded_or_they_do_not_run() {
+    for answer in [TrustAnswer::Trust, TrustAnswer::Skip] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".dsh")).unwrap();
+        let hooks = format!(
+            r#"{{"hooks":{{"PreToolUse":[{{"hooks":[{{"type":"command","command":"echo x >> {}/ran"}}]}}]}}}}"#,
+            dir.path().display()
+        );
+        std::fs::write(dir.path().join(".dsh/hooks.json"), &hooks).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let source = HookSource::Files {
+            dsh_home: home.path().to_path_buf(),
+            claude_code: false,
+        };
+        let decider = Arc::new(Answers {
+            answer,
+            asked: Default::default(),
+        });
+        let call = r#"{"command":"true","description":"test"}"#;
+        let h = harness_trusting(
+            source,
+            dir,
+            vec![
+                Script::tool_call("c1", "bash", call),
+                Script::tool_call("c2", "bash", call),
+                Script::text("ok"),
+            ],
+            Some(decider.clone()),
+        )
+        .await;
+        let agent = h.agent().await;
+        h.run(&agent, "go").await;
+        assert_eq!(
+            decider.asked.load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "{answer:?}: asked once per workspace"
+        );
+        let ran = std::fs::read_to_string(h.path("ran")).unwrap_or_default();
+        let record = dsh_fs::TrustRecord::new(home.path());
+        let trust = record
+            .check(&h.path(".dsh/hooks.json"), hooks.as_bytes())
+            .unwrap();
+        match answer {
+            TrustAnswer::Trust => {
+                assert_eq!(ran.lines().count(), 2, "{answer:?}");
+                assert_eq!(trust, dsh_fs::Trust::Trusted);
+            }
+            _ => {
+                assert_eq!(ran, "", "{answer:?}");
+                assert_eq!(trust, dsh_fs::Trust::Unknown);
+            }
+        }
+        assert_healthy(&h, &agent);
+    }
 }

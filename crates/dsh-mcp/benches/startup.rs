@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::{AgentOptions, CreateAgentOptions};
 use dsh_agent_loop::{CoreConfig, mount_core};
-use dsh_guard::{ProgramConfinement, SandboxMode, SandboxPolicy, SupervisorProgram};
+use dsh_guard::{GuardSupervision, SandboxMode, SandboxPolicy, SupervisorProgram};
 use dsh_kernel::Context;
-use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin, ServerConfig};
+use dsh_mcp::{McpOptions, McpPlugin, ServerConfig};
 use dsh_session::{Message, SessionMeta};
+use dsh_shell::Supervision;
 use dsh_testkit::{Script, ScriptedAdapter};
 
 const SAMPLES: usize = 15;
@@ -26,17 +27,15 @@ const DELAY: &str = "20";
 async fn first_request(servers: usize, delay: &str, sample: usize, confined: bool) -> Duration {
     let ctx = Context::new();
     if confined {
-        let confinement = ProgramConfinement::new(
+        let supervision = GuardSupervision::new(
             SandboxPolicy::new(SandboxMode::WorkspaceWrite, std::env::temp_dir()),
             SupervisorProgram {
                 program: env!("CARGO_BIN_EXE_dsh-mcp-test-supervisor").into(),
                 args: Vec::new(),
             },
         );
-        let seam = dsh_mcp::confinement(move |workspace, program, args| {
-            Ok(confinement.command(workspace, program, args)?)
-        });
-        ctx.provide::<dyn CommandConfinement>(seam).unwrap();
+        ctx.provide::<dyn Supervision>(Arc::new(supervision))
+            .unwrap();
     }
     let core = mount_core(&ctx, CoreConfig::default()).await.unwrap();
     let adapter = Arc::new(ScriptedAdapter::new());

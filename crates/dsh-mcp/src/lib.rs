@@ -18,12 +18,13 @@
 //! - Approval is the guard's (dsh-guard): an MCP tool asks under the approval policy unless a
 //!   rule allows it; [`ServerConfig::approval_rule`] turns a server's `approval = "approve"`
 //!   into such a rule.
-//! - Stdio servers get an environment built from an allow-list ([`env`]), run in their own
-//!   process group under the shell's supervisor, so none outlives dsh, even on SIGKILL, and
-//!   inside the session's sandbox when the context provides a [`CommandConfinement`].
+//! - Stdio servers get an environment built from an allow-list ([`env`]). When the context
+//!   provides a [`dsh_shell::Supervision`] (dsh's guard) they run under it like every command:
+//!   inside the session's sandbox, and nothing they start (a `setsid` daemon included)
+//!   outlives them or dsh. Without one they run in their own process group under the shell's
+//!   `sh` supervisor, so none outlives dsh, even on SIGKILL.
 
 mod config;
-mod confine;
 pub mod env;
 mod error;
 pub mod naming;
@@ -41,7 +42,6 @@ pub mod test_server;
 pub use config::{
     ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
 };
-pub use confine::{CommandConfinement, confinement};
 pub use error::McpError;
 pub use plugin::McpPlugin;
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};

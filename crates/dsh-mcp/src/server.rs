@@ -26,7 +26,6 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
-use crate::confine::CommandConfinement;
 use crate::env::server_env;
 use crate::error::McpError;
 use crate::naming::tool_name;
@@ -102,8 +101,8 @@ pub(crate) struct ConnectEnv<'a> {
     pub lookup: &'a (dyn Fn(&str) -> Option<String> + Send + Sync),
     /// Stops a start in progress (the owning scope is going away).
     pub closing: &'a CancellationToken,
-    /// The sandbox stdio servers run in (its workspace is `cwd`).
-    pub confinement: Option<&'a dyn CommandConfinement>,
+    /// The supervision (and sandbox) stdio servers run under (its workspace is `cwd`).
+    pub supervision: Option<&'a dyn dsh_shell::Supervision>,
 }
 
 /// A connected server.
@@ -169,7 +168,7 @@ impl McpServer {
                     args,
                     cwd: cwd.as_deref().unwrap_or(env.cwd),
                     env: &vars,
-                    confinement: env.confinement.map(|c| (c, env.cwd)),
+                    supervision: env.supervision.map(|s| (s, env.cwd)),
                 };
                 let (proc, stdout, stdin) =
                     ServerProcess::spawn(&launch).map_err(|error| match error {

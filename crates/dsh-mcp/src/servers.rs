@@ -36,7 +36,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
-use crate::confine::CommandConfinement;
 use crate::error::McpError;
 use crate::server::{ConnectEnv, McpServer};
 use crate::tool::McpTool;
@@ -149,7 +148,9 @@ impl McpServers {
     /// Starts every enabled server of `configs` in the background and wires the set into
     /// `ctx`: tools (registered at step boundaries through `ctx`, so an agent's context keeps
     /// them to that agent), the step-boundary listener, and shutdown when `ctx`'s scope is
-    /// disposed. Stdio servers run inside the [`CommandConfinement`] `ctx` provides, if any.
+    /// disposed. Stdio servers run under the [`dsh_shell::Supervision`] `ctx` provides, if
+    /// any (dsh's: the session's sandbox, and every process a server starts is killed with
+    /// it).
     /// Invalid configs are reported like failed starts.
     pub fn start(
         ctx: &Context,
@@ -174,7 +175,7 @@ impl McpServers {
             .defer_async(move || async move { owned.shutdown().await })?;
         set.listen(ctx)?;
         let options = Arc::new(options);
-        let confinement = ctx.get::<dyn CommandConfinement>();
+        let supervision = ctx.get::<dyn dsh_shell::Supervision>();
         let mut starts = Vec::new();
         for (index, config) in set.configs.iter().enumerate() {
             if !config.enabled {
@@ -183,7 +184,7 @@ impl McpServers {
             }
             let me = set.clone();
             let options = options.clone();
-            let confinement = confinement.clone();
+            let supervision = supervision.clone();
             let config = config.clone();
             starts.push(tokio::spawn(async move {
                 let outcome = match config.validate() {
@@ -193,7 +194,7 @@ impl McpServers {
                             hidden_env: &options.hidden_env,
                             lookup: &*options.lookup,
                             closing: &me.closing,
-                            confinement: confinement.as_deref(),
+                            supervision: supervision.as_deref(),
                         };
                         McpServer::connect(&config, &env).await
                     }

@@ -20,7 +20,9 @@
 //!
 //! Flags: `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
 //! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
-//! start-up benchmark); `--grandchild` starts a `sleep` child first (process-group tests).
+//! start-up benchmark); `--grandchild` starts a `sleep` child first (process-group tests);
+//! `--daemon SECONDS` starts `setsid sleep SECONDS` and forgets it (a daemon that must not
+//! outlive the server: give it a tagged duration, see `dsh_testkit::Tag`).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -47,6 +49,8 @@ pub struct Flags {
     pub startup_delay: Duration,
     /// Start a long `sleep` child first.
     pub grandchild: bool,
+    /// Start `setsid sleep <this>` and forget it.
+    pub daemon: Option<String>,
 }
 
 impl Flags {
@@ -65,6 +69,7 @@ impl Flags {
                     flags.startup_delay = Duration::from_millis(ms);
                 }
                 "--grandchild" => flags.grandchild = true,
+                "--daemon" => flags.daemon = Some(args.next().ok_or("--daemon needs seconds")?),
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -261,6 +266,14 @@ pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + 
     } else {
         None
     };
+    if let Some(seconds) = &flags.daemon {
+        // Its own session, not waited for: only a supervisor that tracks every descendant
+        // can still stop it.
+        std::process::Command::new("setsid")
+            .args(["sleep", seconds])
+            .spawn()?;
+        server.log("daemon started");
+    }
     if !flags.startup_delay.is_zero() {
         tokio::time::sleep(flags.startup_delay).await;
     }

@@ -1,5 +1,5 @@
-//! Stdio servers inside the session's sandbox: dsh-guard's Landlock policy through the
-//! `CommandConfinement` seam, with the real test-server process and the supervisor binary.
+//! Stdio servers under the session's supervision: dsh-guard's sandbox and containment through
+//! the `Supervision` seam, with the real test-server process and the supervisor binary.
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use common::*;
 use dsh_guard::{
-    ProgramConfinement, SANDBOX_UNAVAILABLE, SandboxMode, SandboxPolicy, SupervisorProgram,
+    GuardSupervision, SANDBOX_UNAVAILABLE, SandboxMode, SandboxPolicy, SupervisorProgram,
     UnavailableProbe,
 };
-use dsh_mcp::{CommandConfinement, McpOptions, McpPlugin, ServerConfig, ServerState};
+use dsh_mcp::{McpOptions, McpPlugin, ServerConfig, ServerState};
+use dsh_shell::Supervision;
 use dsh_testkit::Script;
 use parking_lot::Mutex;
 use tempfile::TempDir;
@@ -33,18 +34,17 @@ fn dirs() -> (TempDir, TempDir) {
     (tempfile::tempdir().unwrap(), outside)
 }
 
-/// The core with `servers` started in `workspace` under `confinement`.
+/// The core with `servers` started in `workspace` under `supervision`.
 async fn sandboxed(
-    confinement: ProgramConfinement,
+    supervision: GuardSupervision,
     workspace: &Path,
     servers: Vec<ServerConfig>,
     options: McpOptions,
 ) -> World {
     let mut w = world().await;
-    let seam = dsh_mcp::confinement(move |workspace, program, args| {
-        Ok(confinement.command(workspace, program, args)?)
-    });
-    w.ctx.provide::<dyn CommandConfinement>(seam).unwrap();
+    w.ctx
+        .provide::<dyn Supervision>(Arc::new(supervision))
+        .unwrap();
     let mut options = options;
     options.cwd = workspace.to_path_buf();
     w.mcp = Some(
@@ -56,8 +56,14 @@ async fn sandboxed(
     w
 }
 
-fn in_mode(mode: SandboxMode, workspace: &TempDir) -> ProgramConfinement {
-    ProgramConfinement::new(SandboxPolicy::new(mode, workspace.path()), supervisor())
+/// A write refused by the sandbox: Landlock's EACCES, or EROFS in a read-only mount
+/// namespace.
+fn denied(text: &str) -> bool {
+    text.contains("Permission denied") || text.contains("Read-only file system")
+}
+
+fn in_mode(mode: SandboxMode, workspace: &TempDir) -> GuardSupervision {
+    GuardSupervision::new(SandboxPolicy::new(mode, workspace.path()), supervisor())
 }
 
 /// One turn that calls `write_file` for each path; each call's (text, is_error).
@@ -98,7 +104,7 @@ async fn a_server_under_workspace_write_writes_the_workspace_but_nothing_outside
     let results = write_files(&w, &[&inside, &outside]).await;
     assert_eq!(results[0], (format!("wrote {}", inside.display()), false));
     assert!(results[1].1, "{results:?}");
-    assert!(results[1].0.contains("Permission denied"), "{results:?}");
+    assert!(denied(&results[1].0), "{results:?}");
     assert!(inside.exists());
     assert!(!outside.exists());
 }
@@ -115,7 +121,7 @@ async fn a_server_under_read_only_cannot_write_even_the_workspace() {
     )
     .await;
     let results = write_files(&w, &[&inside]).await;
-    assert!(results[0].1 && results[0].0.contains("Permission denied"));
+    assert!(results[0].1 && denied(&results[0].0), "{results:?}");
     assert!(!inside.exists());
 }
 
@@ -139,7 +145,7 @@ async fn a_server_under_danger_full_access_writes_outside_the_workspace() {
 async fn a_confining_mode_that_cannot_be_enforced_refuses_the_server_and_the_session_goes_on() {
     let workspace = tempfile::tempdir().unwrap();
     let log = log_path(workspace.path());
-    let confinement = ProgramConfinement::with_probe(
+    let confinement = GuardSupervision::with_probe(
         SandboxPolicy::new(SandboxMode::WorkspaceWrite, workspace.path()),
         supervisor(),
         Arc::new(UnavailableProbe("no Landlock in this test".into())),
@@ -175,28 +181,36 @@ async fn a_confining_mode_that_cannot_be_enforced_refuses_the_server_and_the_ses
     assert!(log_lines(&log).is_empty());
 }
 
-#[tokio::test]
-async fn a_confined_server_and_its_children_stop_with_the_set() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_server_and_every_process_it_started_stop_with_the_set() {
+    // Found by a tag: the server runs in a PID namespace of its own, so the pids it could
+    // log mean nothing here.
     let workspace = tempfile::tempdir().unwrap();
     let log = log_path(workspace.path());
+    let tag = dsh_testkit::Tag::new();
     let mut w = sandboxed(
         in_mode(SandboxMode::WorkspaceWrite, &workspace),
         workspace.path(),
         vec![test_server(
             "t",
-            &["--log", log.to_str().unwrap(), "--grandchild"],
+            &[
+                "--log",
+                log.to_str().unwrap(),
+                "--daemon",
+                &format!("3600.{tag}"),
+            ],
         )],
         McpOptions::new("/"),
     )
     .await;
     w.servers().settled().await;
-    let server = logged_pid(&log, "started").await;
-    let child = logged_pid(&log, "child").await;
-    assert!(alive(server) && alive(child));
-    // The confined server is the process dsh spawned (the supervisor exec'd into it), so the
-    // pid dsh knows is the one that runs.
-    assert_eq!(w.servers().statuses()[0].pid, Some(server));
+    assert!(matches!(
+        w.servers().statuses()[0].state,
+        ServerState::Ready
+    ));
+    tag.wait_running(1, "the server's setsid daemon");
+    // dsh does not know the pid of a supervised server.
+    assert_eq!(w.servers().statuses()[0].pid, None);
     w.stop_servers().await;
-    until_gone(server).await;
-    until_gone(child).await;
+    tag.wait_gone("the setsid daemon outlived its server");
 }

@@ -32,6 +32,12 @@ pub struct ShellConfig {
     /// knows hold credentials (a provider's configured key variable) so that a key kept under
     /// an innocent name still stays out of model-written commands.
     pub hidden_env: Vec<String>,
+    /// Where the executor keeps its private scratch directory (spill files): a directory of
+    /// its own, mode 0700, is made inside on first use. dsh passes `$DSH_HOME/scratch`, which
+    /// no sandboxed command may write; `None` uses `$XDG_RUNTIME_DIR`, else the system temp
+    /// dir. Files are created through the directory's descriptor, never by path, so renaming
+    /// the directory and planting a symlink in its place redirects nothing.
+    pub scratch_dir: Option<PathBuf>,
 }
 
 impl Default for ShellConfig {
@@ -44,6 +50,7 @@ impl Default for ShellConfig {
             max_spill_bytes: 64 * 1024 * 1024,
             grace: Duration::from_secs(3),
             hidden_env: Vec::new(),
+            scratch_dir: None,
         }
     }
 }

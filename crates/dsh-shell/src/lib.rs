@@ -87,6 +87,7 @@ mod spill;
 mod stop;
 pub mod supervisor;
 mod task;
+pub mod zygote;
 
 pub use config::ShellConfig;
 pub use error::ShellError;
@@ -95,5 +96,6 @@ pub use live::LiveOutput;
 pub use local::LocalShellExecutor;
 pub use result::{CapturedOutput, ShellRunResult};
 pub use spec::{ShellExecRequest, ShellExecSpec, resolve_request};
-pub use supervise::{SuperviseRequest, Supervision, SupervisorLaunch};
+pub use supervise::{JobIo, JobKind, JobRequest, SuperviseRequest, Supervision};
 pub use task::{TaskDone, TaskId, TaskInfo, TaskOutput, TaskStatus, render_delta};
+pub use zygote::Zygote;

@@ -74,12 +74,13 @@ impl LocalShellExecutor {
     /// Needs no runtime until the first command.
     pub fn new(config: ShellConfig) -> Result<Self, ShellError> {
         config.validate()?;
+        let spill_dir = Arc::new(SpillDir::new(config.scratch_dir.clone()));
         Ok(Self {
             config,
             state: Arc::default(),
             drivers: TaskTracker::new(),
             notices: broadcast::channel(NOTICE_CAPACITY).0,
-            spill_dir: Arc::default(),
+            spill_dir,
             supervision: None,
         })
     }
@@ -120,6 +121,8 @@ impl LocalShellExecutor {
             unconfined: spec.unconfined,
             workspace: spec.workspace.as_deref(),
             session: spec.session.as_deref(),
+            stdin: spec.stdin.as_deref(),
+            untrusted: spec.untrusted,
         };
         let limits = OutputLimits {
             max_output_bytes: self.config.max_output_bytes,

@@ -34,9 +34,7 @@ use crate::capture::{StreamTail, pump};
 use crate::error::ShellError;
 use crate::live::LiveOutput;
 use crate::spill::{Spill, SpillDir};
-use crate::supervise::{
-    self, Report, ReportStatus, SuperviseRequest, Supervision, SupervisorLaunch,
-};
+use crate::supervise::{self, JobIo, JobKind, Report, ReportStatus, SuperviseRequest, Supervision};
 use crate::supervisor::{self, Supervisor};
 
 /// How a command's `bash` ended.
@@ -149,6 +147,10 @@ pub(crate) struct Launch<'a> {
     pub workspace: Option<&'a Path>,
     /// The calling session, when known.
     pub session: Option<&'a str>,
+    /// What the command reads on its standard input (`/dev/null` when `None`).
+    pub stdin: Option<&'a [u8]>,
+    /// From a source the user has not trusted: sandboxed whatever the mode.
+    pub untrusted: bool,
 }
 
 /// Where output goes.
@@ -196,13 +198,20 @@ impl CommandProcess {
             source,
         })?;
         let pgid = sup.id();
+        let stdin = match launch.stdin {
+            Some(bytes) => Stdio::from(feed(bytes).map_err(|source| ShellError::Spawn {
+                what: "the input pipe",
+                source,
+            })?),
+            None => Stdio::null(),
+        };
         let spawned = Command::new("bash")
             .arg("-c")
             .arg(launch.command)
             .current_dir(launch.workdir)
             .env_clear()
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(pgid as i32)
@@ -273,51 +282,51 @@ impl CommandProcess {
         }
     }
 
-    /// Starts a supervisor program (see [`crate::supervise`]) that runs, confines and contains
-    /// the command, then the reaper and the output pumps.
+    /// Starts the command under a supervisor (see [`crate::supervise`]) that runs, confines
+    /// and contains it, then the reaper and the output pumps.
     fn spawn_supervised(
         launch: &Launch<'_>,
         limits: &OutputLimits,
         supervision: &dyn Supervision,
     ) -> Result<Self, ShellError> {
+        // The supervisor would fail at `exec` with E2BIG; say why here, as the plain path does.
+        if launch.command.len() >= MAX_ARG_BYTES {
+            return Err(too_long(launch));
+        }
+        let spawn_error = |what| move |source| ShellError::Spawn { what, source };
+        let (out_read, out_write) = io::pipe().map_err(spawn_error("the output pipes"))?;
+        let (err_read, err_write) = io::pipe().map_err(spawn_error("the output pipes"))?;
+        let stdin = match launch.stdin {
+            Some(bytes) => Some(feed(bytes).map_err(spawn_error("the input pipe"))?),
+            None => None,
+        };
         let request = SuperviseRequest {
-            command: launch.command,
+            job: JobKind::Bash(launch.command),
             workdir: launch.workdir,
+            env: launch.env,
             unconfined: launch.unconfined,
             workspace: launch.workspace,
             session: launch.session,
+            untrusted: launch.untrusted,
         };
-        let SupervisorLaunch { program, args } = supervision.supervisor(&request)?;
-        let spawn_error = |source| ShellError::Spawn {
-            what: "the command supervisor",
-            source,
+        let io = JobIo {
+            stdin,
+            stdout: OwnedFd::from(out_write),
+            stderr: OwnedFd::from(err_write),
         };
-        let (control, theirs) = UnixStream::pair().map_err(spawn_error)?;
-        let report = control.try_clone().map_err(spawn_error)?;
-        let spawned = Command::new(&program)
-            .args(&args)
-            .arg(launch.command)
-            .current_dir(launch.workdir)
-            .env_clear()
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn();
-        let mut sup = match spawned {
-            Ok(sup) => sup,
-            Err(source) if source.raw_os_error() == Some(Errno::E2BIG as i32) => {
-                return Err(too_long(launch));
-            }
-            Err(source) => return Err(spawn_error(source)),
-        };
+        let control = supervision.start(&request, io)?;
+        let report = control
+            .try_clone()
+            .map_err(spawn_error("the command supervisor"))?;
         let group = Arc::new(ProcessGroup {
-            target: GroupTarget::Supervisor(control.try_clone().map_err(spawn_error)?),
+            target: GroupTarget::Supervisor(
+                control
+                    .try_clone()
+                    .map_err(spawn_error("the command supervisor"))?,
+            ),
             open: Mutex::new(true),
         });
         let lifeline = Lifeline::Socket(control);
-        let (stdout, stderr) = (sup.stdout.take(), sup.stderr.take());
         let (exit_tx, exit) = oneshot::channel();
         let leftovers = Arc::new(AtomicU32::new(0));
         let reaper = std::thread::Builder::new()
@@ -325,17 +334,59 @@ impl CommandProcess {
             .spawn({
                 let group = group.clone();
                 let leftovers = leftovers.clone();
-                move || reap_supervised(&group, sup, report, &leftovers, exit_tx)
+                move || reap_supervised(&group, report, &leftovers, exit_tx)
             });
         if let Err(source) = reaper {
             // Dropping the lifeline (and the unrun closure's copy) makes the supervisor sweep
-            // and exit; nobody reaps it then, which only costs a zombie until dsh exits.
-            return Err(spawn_error(source));
+            // and exit.
+            return Err(spawn_error("the reaper thread")(source));
         }
-        let pumps = start_pumps(stdout, stderr, &group, limits)?;
+        let pumps = start_pipe_pumps(out_read, err_read, &group, limits)?;
         let mut process = Self::assemble(group, exit, pumps, lifeline);
         process.leftovers = leftovers;
         Ok(process)
+    }
+}
+
+/// The longest single argument `exec` accepts on Linux (`MAX_ARG_STRLEN`, with its NUL).
+const MAX_ARG_BYTES: usize = 128 * 1024;
+
+/// A pipe whose read end is returned and whose write end receives `bytes` from a thread of
+/// its own (a command that never reads its input must not block the executor), then closes.
+fn feed(bytes: &[u8]) -> io::Result<OwnedFd> {
+    let (read, mut write) = io::pipe()?;
+    let bytes = bytes.to_vec();
+    std::thread::Builder::new()
+        .name("dsh-shell-stdin".into())
+        // A command that exits without reading makes the write fail (EPIPE): nothing to do.
+        .spawn(move || write.write_all(&bytes))?;
+    Ok(OwnedFd::from(read))
+}
+
+/// [`start_pumps`] for plain pipe read ends (a supervised command's output).
+fn start_pipe_pumps(
+    stdout: io::PipeReader,
+    stderr: io::PipeReader,
+    group: &ProcessGroup,
+    limits: &OutputLimits,
+) -> Result<Pumps, ShellError> {
+    let pipes =
+        tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(stdout)).and_then(|out| {
+            Ok((
+                out,
+                tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(stderr))?,
+            ))
+        });
+    match pipes {
+        Ok((out, err)) => Ok(pumps_for(out, err, limits)),
+        Err(source) => {
+            group.signal(Signal::SIGKILL);
+            group.close();
+            Err(ShellError::Spawn {
+                what: "the output pipes",
+                source,
+            })
+        }
     }
 }
 
@@ -369,24 +420,33 @@ fn start_pumps(
             });
         }
     };
+    Ok(pumps_for(out_pipe, err_pipe, limits))
+}
+
+/// The tails of both streams and the tasks that fill them from `out` and `err`.
+fn pumps_for(
+    out: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    err: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    limits: &OutputLimits,
+) -> Pumps {
     let stdout = Arc::new(StreamTail::new(limits.max_output_bytes));
     let stderr = Arc::new(StreamTail::new(limits.max_output_bytes));
     let spill = |label| Spill::new(limits.spill_dir.clone(), label, limits.max_spill_bytes);
     let pumps = [
         tokio::spawn(pump(
-            out_pipe,
+            out,
             stdout.clone(),
             spill("stdout"),
             limits.live.clone(),
         )),
         tokio::spawn(pump(
-            err_pipe,
+            err,
             stderr.clone(),
             spill("stderr"),
             limits.live.clone(),
         )),
     ];
-    Ok((stdout, stderr, pumps))
+    (stdout, stderr, pumps)
 }
 
 /// `E2BIG` from `exec`: almost always a command over the per-argument limit (a model writing a
@@ -414,20 +474,18 @@ fn reap(
     let _ = exit_tx.send(exit);
 }
 
-/// The reaper thread of a supervisor program: wait for it (it exits only once every descendant
-/// of the command is gone), then read its report.
+/// The reaper thread of a supervised command: read the supervisor's report until end of file
+/// (it has exited, which it does only once every descendant of the command is gone).
 fn reap_supervised(
     group: &ProcessGroup,
-    mut supervisor: Child,
     mut report: UnixStream,
     leftovers: &AtomicU32,
     exit_tx: oneshot::Sender<ExitInfo>,
 ) {
-    let status = supervisor.wait();
-    group.close();
     let mut text = String::new();
     // End of file: the supervisor has exited, or the lifeline was dropped (nobody waits then).
     let _ = report.read_to_string(&mut text);
+    group.close();
     let exit = match Report::decode(&text) {
         Some(report) => {
             leftovers.store(report.leftovers, Ordering::Release);
@@ -436,8 +494,8 @@ fn reap_supervised(
                 ReportStatus::Signal(raw) => ExitInfo::Signal(signal_name(raw)),
             }
         }
-        // No report: the supervisor itself failed; its own status is the best account.
-        None => status.map_or(ExitInfo::Unknown, ExitInfo::from),
+        // No report: the supervisor itself died.
+        None => ExitInfo::Unknown,
     };
     let _ = exit_tx.send(exit);
 }

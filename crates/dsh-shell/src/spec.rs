@@ -41,6 +41,13 @@ pub struct ShellExecRequest {
     /// confine one session's commands more narrowly than the rest (a session in plan mode
     /// runs them read-only). Set by trusted callers only (the tool stamps its caller's).
     pub session: Option<String>,
+    /// What the command reads on its standard input, through a pipe; `None` is `/dev/null`.
+    /// Hooks get their event this way, as Claude Code's do: nothing of it is ever on disk.
+    pub stdin: Option<Vec<u8>>,
+    /// The command comes from a source the user has not trusted (a workspace's hooks): it
+    /// runs sandboxed even when the session's mode is `danger-full-access` (`workspace-write`
+    /// at most). Meaningless without a [`Supervision`](crate::Supervision).
+    pub untrusted: bool,
     /// Fed the output of a foreground run as it arrives (a front end shows it live); the
     /// result is the same with or without it. Ignored by background tasks, whose output is
     /// read with [`read_output`](crate::ShellExecutor::read_output).
@@ -84,6 +91,10 @@ pub struct ShellExecSpec {
     pub workspace: Option<PathBuf>,
     /// The calling session's id, when known (see [`ShellExecRequest::session`]).
     pub session: Option<String>,
+    /// The command's standard input (`/dev/null` when `None`).
+    pub stdin: Option<Vec<u8>>,
+    /// Sandboxed whatever the session's mode (see [`ShellExecRequest::untrusted`]).
+    pub untrusted: bool,
     /// Fed the output of a foreground run as it arrives (ignored by `start`).
     pub live: Option<LiveOutput>,
 }
@@ -114,6 +125,8 @@ pub fn resolve_request(
         unconfined: req.unconfined,
         workspace: req.workspace,
         session: req.session,
+        stdin: req.stdin,
+        untrusted: req.untrusted,
         live: req.live,
     })
 }

@@ -1,25 +1,35 @@
-//! The supervision seam: starting each command under a supervisor *program* that confines and
-//! contains it (dsh-guard provides one), and the small wire protocol both sides speak.
+//! The supervision seam: starting each command under a supervisor that confines and contains
+//! it (dsh-guard provides one), and the small wire protocol both sides speak.
 //!
 //! Without a [`Supervision`] the executor keeps its own `/bin/sh` group supervisor (crate docs,
-//! "Nothing outlives dsh"), so the shell stays usable on its own. With one, the executor starts
-//! `program args… <command>` instead:
+//! "Nothing outlives dsh"), so the shell stays usable on its own. With one, the executor hands
+//! each command to [`Supervision::start`] together with the command's standard streams
+//! ([`JobIo`]: the read end of its stdin, the write ends of its output pipes) and gets back one
+//! end of a Unix socket pair, the *control socket*:
 //!
-//! - as the leader of its own process group, its working directory the command's workdir, its
-//!   environment the command's environment, and its stdout/stderr the command's output pipes;
-//! - with its stdin one end of a Unix socket pair (the *control socket*). The executor writes
-//!   one byte per signal request ([`STOP`], [`CONTINUE`], [`KILL`]) and, once the supervisor has
-//!   exited, reads its [`Report`]. End of file on the socket (the executor dropped the command, or
-//!   dsh died, even by SIGKILL) means: kill everything and exit.
+//! - the executor writes one byte per signal request ([`STOP`], [`CONTINUE`], [`KILL`]);
+//! - the supervisor writes its [`Report`] just before it exits, and end of file on the socket
+//!   means it has exited (nothing else holds the other end: it is close-on-exec);
+//! - end of file the other way (the executor dropped the command, or dsh died, even by SIGKILL)
+//!   means: kill everything and exit.
 //!
-//! The supervisor runs `bash -c <command>` in a process group of its own and, being a child
-//! subreaper, kills and reaps every remaining descendant (double forks and `setsid` included)
-//! before it reports and exits. The executor never signals the supervisor's processes itself:
-//! only the supervisor knows which of them are still its own, so no pid can be recycled under a
-//! signal.
+//! The supervisor runs `bash -c <command>` (or, for a long-lived program such as an MCP server,
+//! the program itself: [`JobKind::Program`]) in a session of its own and, being a child
+//! subreaper (or the init of a PID namespace), kills and reaps every remaining descendant
+//! (double forks and `setsid` included) before it reports and exits. The executor never signals
+//! the supervisor's processes itself: only the supervisor knows which of them are still its own,
+//! so no pid can be recycled under a signal.
+//!
+//! dsh-guard starts supervisors from a *zygote* ([`crate::zygote`]): one long-lived, single-
+//! threaded copy of the supervisor program per executor that forks a supervisor per command,
+//! receiving the command as a [`JobRequest`] and its descriptors over a socket. Forking a small
+//! process that is already loaded costs a fraction of executing the dsh binary again.
 
 use std::ffi::OsString;
 use std::fmt;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use crate::error::ShellError;
@@ -82,13 +92,25 @@ impl Report {
     }
 }
 
+/// What a supervisor runs.
+#[derive(Debug, Clone, Copy)]
+pub enum JobKind<'a> {
+    /// `bash -c <script>`: a command of the agent or a hook.
+    Bash(&'a str),
+    /// A program and its arguments, exec'd directly: a long-lived server (MCP) whose stdin
+    /// and stdout are its channel.
+    Program(&'a [OsString]),
+}
+
 /// One command about to start, as the [`Supervision`] sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct SuperviseRequest<'a> {
-    /// The `bash -c` script.
-    pub command: &'a str,
+    /// What runs.
+    pub job: JobKind<'a>,
     /// Where it runs.
     pub workdir: &'a Path,
+    /// Its complete environment (already scrubbed of secrets).
+    pub env: &'a [(OsString, OsString)],
     /// The call was approved to run outside the sandbox (an escalation): contain it, do not
     /// confine it.
     pub unconfined: bool,
@@ -96,23 +118,98 @@ pub struct SuperviseRequest<'a> {
     pub workspace: Option<&'a Path>,
     /// The calling session's id, when the caller knows it.
     pub session: Option<&'a str>,
+    /// From a source the user has not trusted (a workspace's hooks): sandboxed even in
+    /// `danger-full-access`, `workspace-write` at most.
+    pub untrusted: bool,
 }
 
-/// The supervisor to start: `program args…`, to which the executor appends the command as the
-/// last argument.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SupervisorLaunch {
-    /// The supervisor executable (dsh itself, re-executed in a hidden mode, in production).
-    pub program: PathBuf,
-    /// Its arguments before the command (the policy).
-    pub args: Vec<OsString>,
+/// The standard streams of one supervised command: the ends the *command* uses. The caller
+/// keeps the other ends (it writes the stdin pipe and reads the output pipes).
+#[derive(Debug)]
+pub struct JobIo {
+    /// The command's standard input; `None` is `/dev/null`.
+    pub stdin: Option<OwnedFd>,
+    /// The command's standard output.
+    pub stdout: OwnedFd,
+    /// The command's standard error.
+    pub stderr: OwnedFd,
 }
 
-/// Decides how each command is supervised. Returning an error refuses the command before
-/// anything is spawned: a confining mode that cannot be enforced must never run unconfined.
+/// Decides how each command is supervised, and starts it. Returning an error refuses the
+/// command: a confining mode that cannot be enforced must never run unconfined.
 pub trait Supervision: Send + Sync + fmt::Debug {
-    /// The supervisor for this command, or why it may not run.
-    fn supervisor(&self, request: &SuperviseRequest<'_>) -> Result<SupervisorLaunch, ShellError>;
+    /// Starts `request` under a supervisor with `io` as its standard streams and returns the
+    /// executor's end of its control socket, or why it may not run.
+    fn start(&self, request: &SuperviseRequest<'_>, io: JobIo) -> Result<UnixStream, ShellError>;
+}
+
+/// One job as a zygote receives it: the supervisor's arguments (the policy, then `--` and
+/// the command), where to run and the environment. The descriptors travel beside it
+/// ([`JOB_FDS`], in the order control, stdin, stdout, stderr).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRequest {
+    /// The supervisor's arguments.
+    pub args: Vec<OsString>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The environment, in order.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// How many descriptors travel with each [`JobRequest`]: control, stdin, stdout, stderr.
+pub const JOB_FDS: usize = 4;
+
+/// Longest encoded [`JobRequest`] a zygote accepts (arguments and environment together are
+/// bounded far lower by the kernel's `ARG_MAX` once they reach `exec`).
+pub const MAX_JOB_BYTES: usize = 16 << 20;
+
+impl JobRequest {
+    /// The wire form: every string as a little-endian `u32` length and its bytes, in the order
+    /// cwd, argument count, arguments, variable count, (name, value) pairs.
+    pub fn encode(&self) -> Vec<u8> {
+        fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        let mut out = Vec::new();
+        put(&mut out, self.cwd.as_os_str().as_bytes());
+        out.extend_from_slice(&(self.args.len() as u32).to_le_bytes());
+        for arg in &self.args {
+            put(&mut out, arg.as_bytes());
+        }
+        out.extend_from_slice(&(self.env.len() as u32).to_le_bytes());
+        for (name, value) in &self.env {
+            put(&mut out, name.as_bytes());
+            put(&mut out, value.as_bytes());
+        }
+        out
+    }
+
+    /// Parses [`encode`](Self::encode)'s output; `None` for anything malformed or truncated.
+    pub fn decode(mut bytes: &[u8]) -> Option<Self> {
+        fn count(bytes: &mut &[u8]) -> Option<usize> {
+            let (head, rest) = bytes.split_first_chunk::<4>()?;
+            *bytes = rest;
+            usize::try_from(u32::from_le_bytes(*head)).ok()
+        }
+        fn string(bytes: &mut &[u8]) -> Option<OsString> {
+            let len = count(bytes)?;
+            if len > bytes.len() {
+                return None;
+            }
+            let (value, rest) = bytes.split_at(len);
+            *bytes = rest;
+            Some(OsString::from_vec(value.to_vec()))
+        }
+        let cwd = PathBuf::from(string(&mut bytes)?);
+        let args = (0..count(&mut bytes)?)
+            .map(|_| string(&mut bytes))
+            .collect::<Option<Vec<_>>>()?;
+        let env = (0..count(&mut bytes)?)
+            .map(|_| Some((string(&mut bytes)?, string(&mut bytes)?)))
+            .collect::<Option<Vec<_>>>()?;
+        bytes.is_empty().then_some(Self { args, cwd, env })
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +225,28 @@ mod tests {
             };
             assert_eq!(Report::decode(&report.encode()), Some(report));
         }
+    }
+
+    #[test]
+    fn job_requests_round_trip_and_truncation_is_refused() {
+        let job = JobRequest {
+            args: vec![
+                "--mode".into(),
+                "read-only".into(),
+                "--".into(),
+                "echo é".into(),
+            ],
+            cwd: "/ws".into(),
+            env: vec![("PATH".into(), "/bin".into()), ("EMPTY".into(), "".into())],
+        };
+        let bytes = job.encode();
+        assert_eq!(JobRequest::decode(&bytes), Some(job));
+        for cut in 0..bytes.len() {
+            assert_eq!(JobRequest::decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert_eq!(JobRequest::decode(&long), None, "trailing bytes");
     }
 
     #[test]

@@ -189,6 +189,8 @@ impl TypedTool for BashTool {
             workspace: call.caller().and_then(|c| c.cwd.clone()),
             // The guard may confine one session more narrowly (plan mode: read-only).
             session: call.caller().map(|c| c.agent_id.to_string()),
+            stdin: None,
+            untrusted: false,
             live: live.as_ref().map(|feed| {
                 let push = feed.pusher();
                 LiveOutput::new(move |chunk| push.push(chunk))

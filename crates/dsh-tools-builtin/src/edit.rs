@@ -1,7 +1,6 @@
 //! The `edit` tool: a literal, uniqueness-checked string replacement in a file this session
 //! has read and that has not changed since.
 
-use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -14,12 +13,11 @@ use dsh_tools::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::atomic::write_atomic;
 use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
+use crate::place::{Target, fs_error, write_place};
 use crate::routed;
-use crate::write::fs_error;
 
 /// Code of an edit whose `old_string` does not occur in the file.
 pub const EDIT_NO_MATCH: &str = "EDIT_NO_MATCH";
@@ -134,8 +132,10 @@ fn edit_blocking(
     path: &Path,
     shown: &str,
     args: &EditArgs,
+    target: &Target,
 ) -> Result<String, ToolError> {
-    let meta = match fs::metadata(path) {
+    let place = &target.place;
+    let meta = match place.metadata() {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(ToolError::new(format!(
@@ -147,7 +147,7 @@ fn edit_blocking(
     if !meta.is_file() {
         return Err(ToolError::new(format!("{shown} is not a regular file")));
     }
-    let mut file = File::open(path).map_err(|e| fs_error(shown, &e))?;
+    let mut file = place.open_read().map_err(|e| fs_error(shown, &e))?;
     // Checked on the handle that is read, so the bytes edited are the version observed.
     let meta = file.metadata().map_err(|e| fs_error(shown, &e))?;
     observations
@@ -164,9 +164,7 @@ fn edit_blocking(
         .map_err(|e| fs_error(shown, &e))?;
     drop(file);
     let (updated, count) = apply(&content, args, shown)?;
-    let target = fs::canonicalize(path).map_err(|e| fs_error(shown, &e))?;
-    write_atomic(&target, &updated, Some(meta.permissions())).map_err(|e| fs_error(shown, &e))?;
-    let meta = fs::metadata(path).map_err(|e| fs_error(shown, &e))?;
+    let meta = target.replace(&updated, Some(meta.permissions()), shown)?;
     observations.record(session, path, Some(FileVersion::of(&meta)));
     let plural = if count == 1 { "" } else { "s" };
     Ok(format!(
@@ -219,8 +217,17 @@ impl TypedTool for EditTool {
             return Ok(ToolOutput::text(text));
         }
         let observations = self.observations.clone();
+        let scope = write_place(call);
         let text = off_thread("edit", None, move || {
-            edit_blocking(&observations, session.as_ref(), &path, &shown, &args)
+            let target = Target::open(&scope, &path, &shown)?;
+            edit_blocking(
+                &observations,
+                session.as_ref(),
+                &path,
+                &shown,
+                &args,
+                &target,
+            )
         })
         .await?;
         Ok(ToolOutput::text(text))

@@ -19,7 +19,6 @@
 //! [`ShellExecutor`]: dsh_shell::ShellExecutor
 //! [`ShellExecutor::owner_of`]: dsh_shell::ShellExecutor::owner_of
 
-mod atomic;
 mod bash;
 mod bash_kill;
 mod bash_output;
@@ -32,6 +31,7 @@ mod grep;
 mod notice;
 mod observe;
 mod path;
+mod place;
 mod plugin;
 mod read;
 mod read_image;

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::edit::{EditArgs, apply};
 use crate::excerpt::{Window, excerpt};
 use crate::observe::{FileObservations, FileVersion};
+use crate::place::fs_error;
 use crate::read::rendered;
-use crate::write::fs_error;
 
 fn routed_error(verb: &str, shown: &str, e: &FileAccessError) -> ToolError {
     ToolError::new(format!("cannot {verb} {shown}: {e}"))

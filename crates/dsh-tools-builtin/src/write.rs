@@ -1,7 +1,6 @@
 //! The `write` tool: creates a file, or replaces one this session has read and that has not
 //! changed since.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -14,10 +13,10 @@ use dsh_tools::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::atomic::write_atomic;
 use crate::blocking::off_thread;
 use crate::observe::{FileObservations, FileVersion};
 use crate::path::{display, non_empty, resolve, working_dir};
+use crate::place::{Target, fs_error, write_place};
 use crate::routed;
 
 const DESCRIPTION: &str = "\
@@ -51,18 +50,16 @@ impl WriteTool {
     }
 }
 
-pub(crate) fn fs_error(shown: &str, e: &io::Error) -> ToolError {
-    ToolError::new(format!("cannot write {shown}: {e}"))
-}
-
 fn write_blocking(
     observations: &FileObservations,
     session: Option<&SessionId>,
     path: &Path,
     shown: &str,
     content: &[u8],
+    target: &Target,
 ) -> Result<String, ToolError> {
-    let created = match fs::metadata(path) {
+    let place = &target.place;
+    let (created, meta) = match place.metadata() {
         Ok(meta) if meta.is_dir() => {
             return Err(ToolError::new(format!("{shown} is a directory")));
         }
@@ -73,28 +70,25 @@ fn write_blocking(
             observations
                 .check(session, path, FileVersion::of(&meta))
                 .map_err(|v| v.into_error(shown))?;
-            // Through a symlink, replace the file it points at, not the link.
-            let target = fs::canonicalize(path).map_err(|e| fs_error(shown, &e))?;
-            write_atomic(&target, content, Some(meta.permissions()))
-                .map_err(|e| fs_error(shown, &e))?;
-            false
+            // Through a symlink, the file it points at is replaced, not the link.
+            let written = target.replace(content, Some(meta.permissions()), shown)?;
+            (false, written)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if fs::symlink_metadata(path).is_ok() {
+            if place.is_dangling_symlink() {
                 return Err(ToolError::new(format!(
                     "{shown} is a symbolic link to a missing file; write to its target instead"
                 )));
             }
-            if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent).map_err(|e| fs_error(shown, &e))?;
-            }
-            write_atomic(path, content, None).map_err(|e| fs_error(shown, &e))?;
-            true
+            place
+                .create_parent_dirs()
+                .map_err(|e| fs_error(shown, &e))?;
+            let written = target.replace(content, None, shown)?;
+            (true, written)
         }
         Err(e) => return Err(fs_error(shown, &e)),
     };
     // The session wrote this version, so it may go on editing it without another read.
-    let meta = fs::metadata(path).map_err(|e| fs_error(shown, &e))?;
     observations.record(session, path, Some(FileVersion::of(&meta)));
     let verb = if created { "Created" } else { "Updated" };
     Ok(format!("{verb} file {shown} ({} bytes)", content.len()))
@@ -135,13 +129,16 @@ impl TypedTool for WriteTool {
             return Ok(ToolOutput::text(text));
         }
         let observations = self.observations.clone();
+        let scope = write_place(call);
         let text = off_thread("write", None, move || {
+            let target = Target::open(&scope, &path, &shown)?;
             write_blocking(
                 &observations,
                 session.as_ref(),
                 &path,
                 &shown,
                 args.content.as_bytes(),
+                &target,
             )
         })
         .await?;

@@ -32,6 +32,7 @@ mod routes;
 mod runtime;
 mod tool;
 mod typed;
+mod write_scope;
 
 pub use approval::{ApprovalOutcome, ApprovalRequest, Approver};
 pub use call_context::ToolCallContext;
@@ -60,3 +61,4 @@ pub use routes::{Routes, routed};
 pub use runtime::{ExecutionMode, Guard, ToolRuntime};
 pub use tool::Tool;
 pub use typed::TypedTool;
+pub use write_scope::{WritePlace, WriteRoot, WriteScope};

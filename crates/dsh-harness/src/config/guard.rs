@@ -7,6 +7,8 @@
 //! network = true                  # false: no TCP connect or bind, loopback included
 //! writable_roots = ["~/.cache/x"] # extra directories commands may write
 //! protect = "best-effort"         # or "require": refuse what cannot keep .git/.dsh read-only
+//! namespaces = true               # false: Landlock and seccomp alone, even where namespaces work
+//! min_abi = 4                     # refuse confined commands on an older Landlock ABI
 //!
 //! [permissions]
 //! approval = "ask"                # ask | never | auto (default: ask; `dsh run`: never)
@@ -33,6 +35,8 @@ pub(super) struct FileSandbox {
     network: Option<bool>,
     writable_roots: Option<Vec<String>>,
     protect: Option<Spanned<String>>,
+    namespaces: Option<bool>,
+    min_abi: Option<u32>,
 }
 
 /// `[permissions]` as written.
@@ -48,14 +52,7 @@ pub(super) struct FilePermissions {
     deny: Vec<Spanned<String>>,
 }
 
-/// Whether commands may run when `.git` and `.dsh` cannot be kept read-only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protect {
-    /// Run anyway (the file tools still refuse); said in `dsh config show` and the README.
-    BestEffort,
-    /// Refuse confined commands (`SANDBOX_UNAVAILABLE`).
-    Require,
-}
+pub use dsh_guard::Protect;
 
 /// The guard's effective settings.
 #[derive(Clone, Debug)]
@@ -68,6 +65,10 @@ pub struct GuardSettings {
     pub writable_roots: Sourced<Vec<PathBuf>>,
     /// What to do about `.git`/`.dsh` without a mount namespace.
     pub protect: Sourced<Protect>,
+    /// Whether commands get mount and PID namespaces where the kernel allows them.
+    pub namespaces: Sourced<bool>,
+    /// The oldest Landlock ABI confined commands run on.
+    pub min_abi: Option<Sourced<u32>>,
     /// The approval policy, when set by flag or file (else the front end's default).
     pub approval: Option<Sourced<ApprovalPolicy>>,
     /// The rules, each knowing where it was written.
@@ -119,6 +120,11 @@ pub(super) fn resolve(
             ),
         },
     };
+    let namespaces = match sandbox.namespaces {
+        Some(on) => Sourced::new(on, Source::File),
+        None => Sourced::new(true, Source::Default),
+    };
+    let min_abi = sandbox.min_abi.map(|abi| Sourced::new(abi, Source::File));
     let approval = match (flags.approval, permissions.approval) {
         (Some(policy), _) => Some(Sourced::new(policy, Source::Flag("--approval"))),
         (None, Some(policy)) => match policy.get_ref().parse::<ApprovalPolicy>() {
@@ -159,6 +165,8 @@ pub(super) fn resolve(
         network,
         writable_roots,
         protect,
+        namespaces,
+        min_abi,
         approval,
         rules,
     })
@@ -209,16 +217,23 @@ pub(super) fn render(out: &mut String, guard: &GuardSettings, probe: &dyn Landlo
         format!("protect = {}", q(protect)),
         &guard.protect.source,
     );
+    line(
+        out,
+        format!("namespaces = {}", guard.namespaces.value),
+        &guard.namespaces.source,
+    );
+    match &guard.min_abi {
+        Some(abi) => line(out, format!("min_abi = {}", abi.value), &abi.source),
+        None => line(out, "# min_abi unset".to_owned(), &"default: any ABI"),
+    }
     let state = match probe.probe() {
-        Ok(()) => "available: confining modes are enforced".to_owned(),
+        Ok(()) => format!(
+            "available (ABI {}): confining modes are enforced",
+            dsh_guard::kernel_abi()
+        ),
         Err(e) => format!("UNAVAILABLE ({e}): confining modes refuse every command"),
     };
     let _ = writeln!(out, "# landlock: {state}");
-    let _ = writeln!(
-        out,
-        "# .git and .dsh are not write-protected from commands yet (no mount namespace); \
-         write/edit outside the writable roots need approval"
-    );
     let _ = writeln!(out, "\n[permissions]");
     match &guard.approval {
         Some(a) => line(

@@ -118,7 +118,7 @@ pub fn parse(line: &str) -> ChatCommand {
 }
 
 /// Shared printer: rustyline's external printer prints above the prompt.
-pub(crate) type Printer = Arc<Mutex<Box<dyn FnMut(String) + Send>>>;
+use dsh_chat::Printer;
 
 /// Runs the chat; returns the exit status.
 pub fn main(
@@ -169,8 +169,10 @@ async fn chat(
     let harness = crate::tui::start_harness(settings, flags).await?;
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let sink = output_sink(&harness, current.clone(), printer.clone())?;
-    let approver = crate::approve::install(&harness, printer.clone(), current.clone())?;
-    let questioner = crate::question::install(&harness, printer.clone(), current.clone())?;
+    let approver = dsh_chat::approve::install(&harness, printer.clone(), current.clone())
+        .context("cannot provide the approval service")?;
+    let questioner = dsh_chat::question::install(&harness, printer.clone(), current.clone())
+        .context("cannot provide the question service")?;
 
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
     let (tx, mut inputs) = mpsc::unbounded_channel();

@@ -4,11 +4,10 @@
 //! own: [`cli`] (the command-line surface), [`run`] (`dsh run`), [`chat`] (the line chat),
 //! [`tui`] (the full-screen UI, the default on a terminal), [`acp`] (`dsh acp`), [`render`]
 //! (session events → terminal text), [`sink`] (event delivery off the agent's thread),
-//! [`sessions`], [`secrets`] (the start-up re-exec without secrets), [`signals`] and
-//! [`logging`].
+//! [`sessions`], [`signals`] and [`logging`]. The line chat's approval and question prompts
+//! are `dsh-chat`; the start-up re-exec without secrets is `dsh_harness::secrets`.
 
 mod acp;
-mod approve;
 mod chat;
 mod cli;
 mod follow;
@@ -17,11 +16,9 @@ mod logging;
 mod mcp;
 mod piped;
 mod progress;
-mod question;
 mod render;
 mod rewind;
 mod run;
-mod secrets;
 mod sessions;
 mod signals;
 mod sink;
@@ -39,33 +36,6 @@ use dsh_harness::{SessionReference, workspace_dir};
 
 use crate::cli::{Cli, Command, ConfigCommand, HooksCommand, McpCommand, SkillsCommand};
 
-/// What the sandbox enforces on this machine, as `dsh config show`'s last lines: the guard's
-/// zygote is started to find out, as the first command of a session would.
-fn sandbox_status(settings: &Settings) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::from("\n# the sandbox on this machine:\n");
-    match dsh_harness::guard::supervision(settings).enforcement() {
-        Ok(found) => {
-            let namespaces = match found.namespaces {
-                dsh_guard::Namespaces::None => format!("none ({})", found.namespace_reason),
-                kind => format!("mount and PID ({})", kind.as_str()),
-            };
-            let _ = writeln!(
-                out,
-                "#   landlock ABI {}; namespaces: {namespaces}",
-                found.abi
-            );
-            for gap in &found.gaps {
-                let _ = writeln!(out, "#   not enforced: {gap}");
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(out, "#   unknown: the supervisor did not start ({e})");
-        }
-    }
-    out
-}
-
 fn main() {
     // The per-command supervisor is dsh re-executed: dispatched before anything else runs
     // (no clap, logging or runtime), so it stays single-threaded and cheap.
@@ -74,7 +44,9 @@ fn main() {
         std::process::exit(dsh_guard::supervise(raw));
     }
     // Then, while dsh still has a single thread: it may re-execute itself (see `secrets`).
-    secrets::protect();
+    for warning in dsh_harness::secrets::protect() {
+        eprintln!("dsh: warning: {warning}");
+    }
     let args = cli::rewrite_profile(std::env::args_os().collect());
     let cli = Cli::parse_from(args);
     logging::init();
@@ -103,7 +75,7 @@ fn main() {
                 if let Ok(cwd) = workspace_dir(cli.global.cwd.clone()) {
                     dsh_harness::skills::render_folders(&mut text, &settings, &cwd);
                 }
-                text.push_str(&sandbox_status(&settings));
+                text.push_str(&dsh_harness::guard::sandbox_status(&settings));
                 print_out(&text)
             }
             Err(e) => fail(&e.into()),

@@ -130,6 +130,7 @@ pub(crate) fn build(view: &View<'_>) -> io::Result<Vec<PathBuf>> {
         }
     }
     let mut unprotected = Vec::new();
+    let mut protected = Vec::new();
     for path in protected_paths(view.protect) {
         if !writes.iter().any(|(w, _)| path.starts_with(w)) {
             // Outside every writable root it is read-only already.
@@ -141,7 +142,22 @@ pub(crate) fn build(view: &View<'_>) -> io::Result<Vec<PathBuf>> {
             Ok(_) => {
                 bind(&path)?;
                 set_read_only(&path, true, true)?;
+                protected.push(path);
             }
+        }
+    }
+    // A protected directory that holds a writable root (a workspace inside `$DSH_HOME`) was
+    // bound over that root's own mount: bind the root again on top, writable, and protect
+    // what lies inside it once more. Deeper mounts win, so the order is the rule.
+    for (w, was_read_only) in &writes {
+        if *was_read_only || !protected.iter().any(|p| w.starts_with(p) && *w != p) {
+            continue;
+        }
+        bind(w)?;
+        set_read_only(w, false, true)?;
+        for p in protected.iter().filter(|p| p.starts_with(w) && *w != *p) {
+            bind(p)?;
+            set_read_only(p, true, true)?;
         }
     }
     if view.private_shm && Path::new("/dev/shm").is_dir() {

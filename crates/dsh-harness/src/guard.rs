@@ -71,3 +71,30 @@ pub fn install(
     dsh_guard::install(ctx, Arc::new(guard))
         .map_err(|e| HarnessError::start("install the guard", e))
 }
+
+/// What the sandbox enforces on this machine, as `dsh config show`'s last lines: the guard's
+/// zygote is started to find out, as the first command of a session would.
+pub fn sandbox_status(settings: &Settings) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\n# the sandbox on this machine:\n");
+    match supervision(settings).enforcement() {
+        Ok(found) => {
+            let namespaces = match found.namespaces {
+                dsh_guard::Namespaces::None => format!("none ({})", found.namespace_reason),
+                kind => format!("mount and PID ({})", kind.as_str()),
+            };
+            let _ = writeln!(
+                out,
+                "#   landlock ABI {}; namespaces: {namespaces}",
+                found.abi
+            );
+            for gap in &found.gaps {
+                let _ = writeln!(out, "#   not enforced: {gap}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "#   unknown: the supervisor did not start ({e})");
+        }
+    }
+    out
+}

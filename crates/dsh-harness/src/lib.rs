@@ -62,6 +62,7 @@ mod policy;
 mod resume_route;
 mod rewind;
 mod routes;
+pub mod secrets;
 mod session_ref;
 pub mod skills;
 mod storage;

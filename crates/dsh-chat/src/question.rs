@@ -15,8 +15,10 @@ use dsh_tools::{Question, QuestionIntent, QuestionOutcome, QuestionRequest, Ques
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::chat::Printer;
 use dsh_harness::Harness;
+use dsh_kernel::KernelError;
+
+use crate::Printer;
 
 /// The terminal questioner of one chat.
 pub struct TerminalQuestioner {
@@ -155,12 +157,11 @@ pub fn install(
     harness: &Harness,
     printer: Printer,
     current: Arc<Mutex<Option<SessionId>>>,
-) -> anyhow::Result<Arc<TerminalQuestioner>> {
+) -> Result<Arc<TerminalQuestioner>, KernelError> {
     let questioner = Arc::new(TerminalQuestioner::new(printer, current));
     harness
         .context()
-        .provide::<dyn Questioner>(questioner.clone())
-        .map_err(|e| anyhow::anyhow!("cannot provide the question service: {e}"))?;
+        .provide::<dyn Questioner>(questioner.clone())?;
     Ok(questioner)
 }
 

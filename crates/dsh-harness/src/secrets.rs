@@ -14,13 +14,13 @@
 //!    re-executes `/proc/self/exe` with the same arguments and an environment without them;
 //!    the memfd's descriptor number travels in [`HANDOFF`] (`FD,PID`, not secret).
 //! 3. The re-executed dsh (same pid) finds [`HANDOFF`] naming its own pid, reads the secrets
-//!    into memory (handed to `dsh_harness::env`) and closes the memfd before anything else runs, so no child can
+//!    into memory (handed to [`crate::env`]) and closes the memfd before anything else runs, so no child can
 //!    inherit it.
 //! 4. Either way, it marks the process not dumpable (`PR_SET_DUMPABLE = 0`, as Codex does):
 //!    processes of the same user can then neither read `/proc/<dsh>/environ` or `mem` nor
 //!    attach a debugger.
 //!
-//! Keys are read through `dsh_harness::env` (the private copy), never from `std::env`.
+//! Keys are read through [`crate::env`] (the private copy), never from `std::env`.
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsString};
@@ -40,15 +40,17 @@ const MEMFD_NAME: &str = "dsh-secrets";
 
 /// Moves secret variables out of dsh's environment (re-executing dsh once when there are any)
 /// and makes the process non-dumpable. Must run first in `main`, while the process has one
-/// thread: a re-exec replaces the whole process.
-pub fn protect() {
+/// thread: a re-exec replaces the whole process. Returns warnings for the person (nothing
+/// is logged yet at that point): what could not be done, and so what stays exposed.
+pub fn protect() -> Vec<String> {
+    let mut warnings = Vec::new();
     let vault = match receive() {
         Received::Secrets(vault) => vault,
         Received::Broken(why) => {
-            eprintln!(
-                "dsh: warning: cannot read the secrets passed to this process ({why}); \
-                 provider keys are unavailable"
-            );
+            warnings.push(format!(
+                "cannot read the secrets passed to this process ({why}); provider keys are \
+                 unavailable"
+            ));
             BTreeMap::new()
         }
         Received::Nothing => {
@@ -60,18 +62,19 @@ pub fn protect() {
                 // Returns only when the re-exec failed: keep running, protected by the
                 // dumpable flag alone.
                 let error = reexec(&secrets, kept);
-                eprintln!(
-                    "dsh: warning: cannot re-execute dsh without its secret variables \
-                     ({error}); they stay in its environment, readable only by root"
-                );
+                warnings.push(format!(
+                    "cannot re-execute dsh without its secret variables ({error}); they stay \
+                     in its environment, readable only by root"
+                ));
                 secrets
             }
         }
     };
-    dsh_harness::env::adopt_secrets(vault);
+    crate::env::adopt_secrets(vault);
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        eprintln!("dsh: warning: cannot make the process non-dumpable: {e}");
+        warnings.push(format!("cannot make the process non-dumpable: {e}"));
     }
+    warnings
 }
 
 /// Splits an environment into the secret variables (names that look like credentials, or
@@ -100,17 +103,17 @@ fn split_env(
 /// `bearer_token_env_var`, the store's `password_env` and `[web_search] api_key_env`, read leniently: a file that does not
 /// parse yields none here, and the real load reports it a moment later.
 fn configured_key_names() -> Vec<OsString> {
-    let mut names = vec![OsString::from(dsh_harness::config::store::STORE_URL_ENV)];
+    let mut names = vec![OsString::from(crate::config::store::STORE_URL_ENV)];
     names.extend(file_key_names());
     names
 }
 
 fn file_key_names() -> Vec<OsString> {
-    let Ok(home) = dsh_harness::config::dsh_home(&dsh_harness::env::process_env) else {
+    let Ok(home) = crate::config::dsh_home(&crate::env::process_env) else {
         return Vec::new();
     };
     // The real load, a moment later, reports a file that cannot be read.
-    let Ok(Some(text)) = dsh_harness::config::read_config(&home.value.join("config.toml")) else {
+    let Ok(Some(text)) = crate::config::read_config(&home.value.join("config.toml")) else {
         return Vec::new();
     };
     let Ok(table) = text.parse::<toml::Table>() else {

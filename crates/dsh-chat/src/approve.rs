@@ -15,8 +15,10 @@ use dsh_tools::{ApprovalOutcome, ApprovalRequest, Approver};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::chat::Printer;
 use dsh_harness::Harness;
+use dsh_kernel::KernelError;
+
+use crate::Printer;
 
 /// What the user answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +158,7 @@ pub fn install(
     harness: &Harness,
     printer: Printer,
     current: Arc<Mutex<Option<SessionId>>>,
-) -> anyhow::Result<Arc<TerminalApprover>> {
+) -> Result<Arc<TerminalApprover>, KernelError> {
     let approver = Arc::new(TerminalApprover::new(printer, current));
     let registry = harness.core().registry.clone();
     approver.on_reason(move |id, message| {
@@ -166,8 +168,7 @@ pub fn install(
     });
     harness
         .context()
-        .provide::<dyn Approver>(approver.clone())
-        .map_err(|e| anyhow::anyhow!("cannot provide the approval service: {e}"))?;
+        .provide::<dyn Approver>(approver.clone())?;
     Ok(approver)
 }
 

@@ -194,6 +194,11 @@ impl Harness {
             scratch_dir: Some(settings.home.value.join("scratch")),
             ..ShellConfig::default()
         };
+        // Every tool's oversized result is cut, the whole kept beside the commands' spills.
+        ctx.provide(Arc::new(dsh_tools::ResultSpill::new(Some(
+            settings.home.value.join("scratch"),
+        ))))
+        .map_err(|e| HarnessError::start("provide the result spill", e))?;
         // One set of per-session policies for the guard's decisions and the commands'
         // confinement, so a session narrowed to read-only (plan mode) is both.
         let policies = Arc::new(SessionPolicies::default());
@@ -428,6 +433,9 @@ impl Harness {
         self.core.shutdown().await;
         self.routes.unregister();
         self.executor.dispose().await;
+        if let Some(spill) = self.ctx.get::<dsh_tools::ResultSpill>() {
+            spill.clear();
+        }
         if let Err(error) = self.store.close().await {
             tracing::error!(%error, "draining session files failed");
         }

@@ -50,16 +50,27 @@ pub(crate) fn render(prompt: &[AcpBlock]) -> Result<String, Error> {
     Ok(text)
 }
 
-/// An admitted prompt: the record it belongs to and its slot.
+/// An admitted prompt: the record it belongs to and its slot, queued already or waiting for a
+/// cancelled predecessor to settle.
 pub(crate) struct Admitted {
     pub(crate) record: Arc<SessionRecord>,
     pub(crate) inflight: Arc<Inflight>,
+    waiting: Option<Waiting>,
 }
 
-/// Reserves the session's prompt slot, validates the content, and queues the prompt with
+/// A prompt that took the slot from a cancelled one and queues once that one has settled.
+struct Waiting {
+    after: Arc<Inflight>,
+    message: Message,
+    title: Option<String>,
+}
+
+/// Validates the content, reserves the session's prompt slot and queues the prompt with
 /// `followup` (as `expanded` when a custom command or skill stood for it). The message id is
 /// recorded before the enqueue, because an idle agent claims the prompt (and reports the
-/// claim) before `followup` returns.
+/// claim) before `followup` returns. When the slot was held by a cancelled prompt (interrupt
+/// and send), nothing is queued yet: [`Admitted::queue_when_ready`] does it once that prompt
+/// has settled, so the new prompt never lands in the cancelled turn.
 pub(crate) fn admit(
     bridge: &Bridge,
     request: &PromptRequest,
@@ -70,44 +81,98 @@ pub(crate) fn admit(
     }
     let id = SessionId::new(&*request.session_id.0);
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
-    let state = &record.state;
-    let message = Message::user(Vec::new(), MessageSource::User);
+    let text = match expanded {
+        Some(text) => text,
+        None => render(&request.prompt)?,
+    };
+    let title = render(&request.prompt).ok();
+    let message = Message::user(vec![ContentBlock::text(text)], MessageSource::User);
     let inflight = Inflight::new(message.id.clone());
-    state.reserve_slot(&inflight)?;
+    match record.state.reserve_slot(&inflight)? {
+        None => {
+            queue(bridge, &record, &inflight, message, title)?;
+            Ok(Admitted {
+                record,
+                inflight,
+                waiting: None,
+            })
+        }
+        Some(after) => Ok(Admitted {
+            record,
+            inflight,
+            waiting: Some(Waiting {
+                after,
+                message,
+                title,
+            }),
+        }),
+    }
+}
+
+impl Admitted {
+    /// Queues a prompt that waited for a cancelled predecessor, once that one has settled;
+    /// `false` when this prompt was cancelled (or its session closed) while it waited, so it
+    /// never runs. A prompt queued at admission returns `true` at once.
+    pub(crate) async fn queue_when_ready(&mut self, bridge: &Bridge) -> Result<bool, Error> {
+        let Some(waiting) = self.waiting.take() else {
+            return Ok(true);
+        };
+        let state = &self.record.state;
+        tokio::select! {
+            () = waiting.after.settled() => {}
+            () = state.closed.cancelled() => {}
+        }
+        if self.inflight.is_cancelled() || state.closed.is_cancelled() {
+            state.release_slot(&self.inflight);
+            return Ok(false);
+        }
+        queue(
+            bridge,
+            &self.record,
+            &self.inflight,
+            waiting.message,
+            waiting.title,
+        )?;
+        // A `session/cancel` between the check above and the enqueue fired the token before
+        // its agent cancel, which may then have found nothing to remove: cancel again.
+        if self.inflight.is_cancelled() {
+            cancel_record(&self.record);
+        }
+        Ok(true)
+    }
+}
+
+/// Queues `message` on the record's agent for the prompt holding `inflight`; the slot is
+/// released when it cannot be queued.
+fn queue(
+    bridge: &Bridge,
+    record: &SessionRecord,
+    inflight: &Arc<Inflight>,
+    message: Message,
+    title: Option<String>,
+) -> Result<(), Error> {
+    let state = &record.state;
     // Looked at before the enqueue: an idle agent logs the prompt before `followup` returns.
     let prompted_before = crate::list::title_of(record.agent().session()).is_some();
-    let queued = (|| {
-        let text = match expanded {
-            Some(text) => text,
-            None => render(&request.prompt)?,
-        };
-        let agent = record.agent();
-        let registered = bridge.registry.get(&id);
-        if !registered.is_some_and(|live| same_agent(&live, agent)) {
-            return Err(internal(
-                "prompt was not queued: the agent was disposed outside the bridge",
-            ));
-        }
-        let message = Message {
-            content: vec![ContentBlock::text(text)],
-            ..message
-        };
+    let agent = record.agent();
+    let registered = bridge.registry.get(&state.id);
+    let queued = if !registered.is_some_and(|live| same_agent(&live, agent)) {
+        Err(internal(
+            "prompt was not queued: the agent was disposed outside the bridge",
+        ))
+    } else {
         agent
             .followup(message)
             .map_err(|e| internal(format!("prompt was not queued: {e}")))
-    })();
-    match queued {
-        Err(e) => {
-            state.release_slot(&inflight);
-            return Err(e);
-        }
-        Ok(_) => {
-            if let Ok(text) = render(&request.prompt) {
-                state.title_from(&text, prompted_before);
-            }
-        }
+    };
+    if let Err(e) = queued {
+        state.release_slot(inflight);
+        return Err(e);
     }
-    Ok(Admitted { record, inflight })
+    if let Some(text) = title {
+        state.title_from(&text, prompted_before);
+    }
+    Ok(())
 }
 
 /// `session/cancel`: the outstanding prompt (if any) will answer `cancelled`, and the agent's

@@ -389,7 +389,11 @@ fn say(record: &SessionRecord, text: String) {
         )));
 }
 
-fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
+fn prompt_request(
+    bridge: &Arc<Bridge>,
+    request: &PromptRequest,
+    responder: Responder<PromptResponse>,
+) {
     if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
         && let Ok(text) = prompt::render(&request.prompt)
     {
@@ -408,12 +412,18 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
                 // message id, so a prompt sent meanwhile is refused and session/cancel
                 // reaches it.
                 let slot = Inflight::new(MessageId::generate());
-                if let Err(e) = record.state.reserve_slot(&slot) {
-                    return reply(responder, Err(e));
-                }
-                let work = pending.start(bridge, record.clone(), slot.cancel_token());
+                let after = match record.state.reserve_slot(&slot) {
+                    Ok(after) => after,
+                    Err(e) => return reply(responder, Err(e)),
+                };
                 let cancellation = responder.cancellation();
+                let b = bridge.clone();
                 return answer(bridge, responder, async move {
+                    // Interrupt and send: the cancelled prompt settles first.
+                    if let Some(after) = after {
+                        after.settled().await;
+                    }
+                    let work = pending.start(&b, record.clone(), slot.cancel_token());
                     tokio::pin!(work);
                     let done = tokio::select! {
                         done = &mut work => done,
@@ -453,20 +463,27 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
             }
         }
     }
-    let admitted = match prompt::admit(bridge, request, expanded) {
+    let mut admitted = match prompt::admit(bridge, request, expanded) {
         Ok(admitted) => admitted,
         Err(e) => return reply(responder, Err(e)),
     };
     let cancellation = responder.cancellation();
+    let b = bridge.clone();
     answer(bridge, responder, async move {
-        let record = &admitted.record;
-        let settled = settle(&record.state, record.agent(), &admitted.inflight);
+        let record = admitted.record.clone();
+        let inflight = admitted.inflight.clone();
+        let settled = async {
+            if !admitted.queue_when_ready(&b).await? {
+                return Ok(StopReason::Cancelled);
+            }
+            settle(&record.state, record.agent(), &inflight).await
+        };
         tokio::pin!(settled);
         tokio::select! {
             stop = &mut settled => return stop.map(PromptResponse::new),
             () = cancellation.cancelled() => {
-                if record.state.holds(&admitted.inflight) {
-                    prompt::cancel_record(record);
+                if record.state.holds(&inflight) {
+                    prompt::cancel_record(&record);
                 }
             }
         }

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use agent_client_protocol::Error;
-use agent_client_protocol::v1::schema::{ContentBlock as AcpBlock, PromptRequest};
-use dsh_agent::{AgentRef, CancelCause, CancelOptions, same_agent};
+use agent_client_protocol::v1::schema::{ContentBlock as AcpBlock, ImageContent, PromptRequest};
+use base64::Engine as _;
+use dsh_agent::{AgentRef, CancelCause, CancelOptions, PromptImages, same_agent};
 use dsh_session::{ContentBlock, Message, MessageSource, SessionId};
 
 use crate::bridge::Bridge;
@@ -17,11 +18,50 @@ use crate::errors::{internal, invalid, unknown_session};
 use crate::record::SessionRecord;
 use crate::settle::Inflight;
 
-/// Flattens a prompt into the one text block the agent receives: adjacent text concatenated,
-/// resource links rendered as `\n[resource_link name=<json> uri=<json>]\n`. Every block is
-/// checked before anything is queued.
+/// Flattens a text-only prompt into the one text block the agent receives: adjacent text
+/// concatenated, resource links rendered as `\n[resource_link name=<json> uri=<json>]\n`. Every
+/// block is checked before anything is queued. What slash commands and titles read.
 pub(crate) fn render(prompt: &[AcpBlock]) -> Result<String, Error> {
+    let (_, text) = walk(prompt, |_, _| {
+        Err(invalid("image prompts are not supported by this agent"))
+    })?;
+    Ok(text)
+}
+
+/// The message blocks of a prompt to `session`: its text flattened as [`render`] does, each
+/// image block (base64 data) stored through the composition root's [`PromptImages`] in its
+/// place. Refused with the model's name when the session's model reads no images.
+fn content(
+    bridge: &Bridge,
+    session: &SessionId,
+    prompt: &[AcpBlock],
+) -> Result<Vec<ContentBlock>, Error> {
+    let images = bridge.ctx.get::<dyn PromptImages>();
+    let (blocks, _) = walk(prompt, |image, n| {
+        let images = images
+            .as_ref()
+            .ok_or_else(|| invalid("image prompts are not supported by this agent"))?;
+        let label = format!("image {n} ({})", image.mime_type);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(image.data.trim())
+            .map_err(|e| invalid(format!("{label}: the data is not base64: {e}")))?;
+        images
+            .attach(session, &label, &bytes)
+            .map_err(|e| invalid(e.to_string()))
+    })?;
+    Ok(blocks)
+}
+
+/// Walks a prompt: text and resource links gather into text blocks, `image(block, n)` (n from
+/// 1) stands for each image; everything else is refused. Returns the blocks and all the text.
+fn walk(
+    prompt: &[AcpBlock],
+    mut image: impl FnMut(&ImageContent, usize) -> Result<ContentBlock, Error>,
+) -> Result<(Vec<ContentBlock>, String), Error> {
+    let mut blocks = Vec::new();
+    let mut all = String::new();
     let mut text = String::new();
+    let mut images = 0;
     for block in prompt {
         match block {
             AcpBlock::Text(t) => text.push_str(&t.text),
@@ -30,8 +70,14 @@ pub(crate) fn render(prompt: &[AcpBlock]) -> Result<String, Error> {
                 let uri = serde_json::to_string(&link.uri).map_err(Error::into_internal_error)?;
                 text.push_str(&format!("\n[resource_link name={name} uri={uri}]\n"));
             }
-            AcpBlock::Image(_) => {
-                return Err(invalid("image prompts are not supported by this agent"));
+            AcpBlock::Image(i) => {
+                images += 1;
+                let block = image(i, images)?;
+                if !text.is_empty() {
+                    all.push_str(&text);
+                    blocks.push(ContentBlock::text(std::mem::take(&mut text)));
+                }
+                blocks.push(block);
             }
             AcpBlock::Audio(_) => {
                 return Err(invalid("audio prompts are not supported by this agent"));
@@ -44,10 +90,14 @@ pub(crate) fn render(prompt: &[AcpBlock]) -> Result<String, Error> {
             _ => return Err(invalid("unsupported prompt content block")),
         }
     }
-    if text.trim().is_empty() {
+    if !text.is_empty() {
+        all.push_str(&text);
+        blocks.push(ContentBlock::text(text));
+    }
+    if images == 0 && all.trim().is_empty() {
         return Err(invalid("empty prompt"));
     }
-    Ok(text)
+    Ok((blocks, all))
 }
 
 /// An admitted prompt: the record it belongs to and its slot, queued already or waiting for a
@@ -81,12 +131,12 @@ pub(crate) fn admit(
     }
     let id = SessionId::new(&*request.session_id.0);
     let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
-    let text = match expanded {
-        Some(text) => text,
-        None => render(&request.prompt)?,
+    let blocks = match expanded {
+        Some(text) => vec![ContentBlock::text(text)],
+        None => content(bridge, &id, &request.prompt)?,
     };
     let title = render(&request.prompt).ok();
-    let message = Message::user(vec![ContentBlock::text(text)], MessageSource::User);
+    let message = Message::user(blocks, MessageSource::User);
     let inflight = Inflight::new(message.id.clone());
     match record.state.reserve_slot(&inflight)? {
         None => {

@@ -243,14 +243,17 @@ pub(crate) fn log_refusal<T>(result: &Result<T, Error>) {
 
 /// The `initialize` answer: protocol v1, what dsh supports, and who it is. Shared with the
 /// unconfigured agent, which must look the same to the editor until a session is asked for.
-pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
+/// `images`: image blocks are taken (the composition root provides
+/// [`PromptImages`](dsh_agent::PromptImages)); whether a session's model reads them is decided
+/// per prompt, and a model that does not is refused by name.
+pub(crate) fn initialize_response(options: &AcpOptions, images: bool) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         // Stdio MCP servers are the baseline; streamable HTTP ones are supported too.
         .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
         .prompt_capabilities(
             PromptCapabilities::new()
-                .image(false)
+                .image(images)
                 .audio(false)
                 .embedded_context(false),
         )
@@ -271,7 +274,8 @@ pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
 /// `initialize`: remembers what the editor offers (its files and terminals), then answers.
 fn initialize(bridge: &Bridge, request: &InitializeRequest) -> InitializeResponse {
     bridge.set_client_capabilities(request.client_capabilities.clone());
-    initialize_response(&bridge.options)
+    let images = bridge.ctx.get::<dyn dsh_agent::PromptImages>().is_some();
+    initialize_response(&bridge.options, images)
 }
 
 fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Error> {

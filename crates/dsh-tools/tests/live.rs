@@ -113,6 +113,23 @@ async fn a_flood_keeps_its_tail_and_counts_what_it_skipped() {
     feed.finish().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn finish_publishes_at_once_without_waiting_out_the_interval() {
+    let (_root, call, mut notices) = call();
+    let feed = call.live_output().unwrap();
+    let push = feed.pusher();
+    push.push(b"first\n");
+    settle().await;
+    push.push(b"last\n");
+    settle().await;
+    let start = tokio::time::Instant::now();
+    feed.finish().await;
+    // Paused time only moves when something sleeps: finishing slept not at all.
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    let texts: String = outputs(&mut notices).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(texts, "first\nlast\n");
+}
+
 #[tokio::test]
 async fn without_a_caller_there_is_no_feed() {
     let call = ToolCallContext::new(

@@ -30,7 +30,7 @@ pub const CACHE_FILE: &str = "dsh-index";
 const MAGIC: &[u8; 8] = b"DSHIDX01";
 
 /// What a file looked like when it was hashed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Stat {
     mtime: (i64, i64),
     ctime: (i64, i64),
@@ -51,8 +51,20 @@ impl Stat {
         }
     }
 
+    /// The stat of a raw `stat` result (`fstatat` relative to a directory's descriptor),
+    /// field for field as [`Stat::of`].
+    pub fn from_raw(st: &nix::sys::stat::FileStat) -> Self {
+        Self {
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+            size: st.st_size as u64,
+            ino: st.st_ino,
+            mode: st.st_mode,
+        }
+    }
+
     /// Whether a change at this stat is old enough, at `now`, for the stat to be trusted.
-    fn settled(&self, now: SystemTime) -> bool {
+    pub fn settled(&self, now: SystemTime) -> bool {
         let latest = self.mtime.max(self.ctime);
         let changed = UNIX_EPOCH
             + Duration::from_secs(latest.0.max(0) as u64)
@@ -80,6 +92,13 @@ pub struct StatCache {
     dirty: bool,
 }
 
+impl Cached {
+    /// Whether a file now at `stat`, of `kind`, still has this entry's blob.
+    pub fn still(&self, stat: &Stat, kind: EntryKind) -> bool {
+        self.trusted && self.stat == *stat && self.kind == kind
+    }
+}
+
 impl StatCache {
     /// The blob `path` still has, when its stat matches a trusted entry.
     pub fn fresh(&self, path: &[u8], stat: &Stat) -> Option<&Cached> {
@@ -88,7 +107,7 @@ impl StatCache {
             .filter(|c| c.trusted && c.stat == *stat)
     }
 
-    /// Records that `path`, at `stat`, hashed to `oid`, as seen at `now`.
+    /// Records that `path`, at `stat`, hashed to `oid`, as seen at `now`; returns the entry.
     pub fn record(
         &mut self,
         path: RelPath,
@@ -96,7 +115,7 @@ impl StatCache {
         kind: EntryKind,
         oid: ObjectId,
         now: SystemTime,
-    ) {
+    ) -> Cached {
         let cached = Cached {
             trusted: stat.settled(now),
             stat,
@@ -107,6 +126,7 @@ impl StatCache {
             self.entries.insert(path, cached);
             self.dirty = true;
         }
+        cached
     }
 
     /// Keeps only the paths `keep` says are still there.

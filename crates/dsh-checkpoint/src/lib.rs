@@ -19,6 +19,7 @@ mod describe;
 mod diff;
 mod error;
 pub mod events;
+mod listing;
 pub mod path;
 mod plugin;
 pub mod prune;

@@ -6,7 +6,6 @@
 //! that cannot be read, and special files (sockets, FIFOs, devices).
 
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -14,9 +13,10 @@ use std::time::SystemTime;
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 
-use crate::cache::{Stat, StatCache};
+use crate::cache::StatCache;
 use crate::error::CheckpointError;
-use crate::path::{RelPath, join};
+use crate::listing::{Context, Listings, Seen, Subdir, Visit, What, visit};
+use crate::path::RelPath;
 use crate::rules::Rules;
 use crate::store::{Flat, Leaf, ShadowStore, empty_tree};
 
@@ -116,6 +116,21 @@ pub struct Snapshot {
     pub flat: Arc<Flat>,
     /// What was left out.
     pub skipped: Arc<Vec<Skipped>>,
+    /// The directory listings of the walk that recorded it (empty for a snapshot read back
+    /// from the store): the next walk of the same workspace starts from them.
+    pub(crate) listings: Arc<Listings>,
+}
+
+impl Snapshot {
+    /// A snapshot read back from the store (no walk behind it).
+    pub fn stored(tree: ObjectId, flat: Flat, skipped: Vec<Skipped>) -> Self {
+        Self {
+            tree,
+            flat: Arc::new(flat),
+            skipped: Arc::new(skipped),
+            listings: Arc::default(),
+        }
+    }
 }
 
 /// Limits of a snapshot.
@@ -130,19 +145,14 @@ pub struct Limits {
     pub exclude: Vec<PathBuf>,
 }
 
-/// What reading one directory found.
+/// What one walker thread found.
 #[derive(Default)]
 struct Found {
-    /// Leaves whose stat matched the cache.
-    leaves: Vec<(RelPath, Leaf)>,
-    /// Files to read and hash: path, absolute path, stat, kind, size.
-    pending: Vec<(RelPath, PathBuf, Stat, EntryKind, u64)>,
-    /// What was left out.
-    skipped: Vec<Skipped>,
+    visits: Vec<Visit>,
+    /// Directories that could not be read.
+    unreadable: Vec<RelPath>,
     /// Directories below, to read next, with the rules in force there.
-    subdirs: Vec<(PathBuf, RelPath, Rules)>,
-    /// Directories read (for the empty-directory check).
-    dirs: Vec<RelPath>,
+    subdirs: Vec<Subdir>,
 }
 
 /// How many threads stat files: statting is most of a checkpoint, and the kernel serves it
@@ -154,8 +164,9 @@ fn walkers() -> usize {
 }
 
 /// Records `workspace` into `store`, reusing `cache` for files whose stat did not change.
-/// `previous` is the last snapshot of the same workspace: when nothing changed its trees are
-/// reused without being written again.
+/// `previous` is the last snapshot of the same workspace: directories whose stat did not
+/// change since its walk are not read again ([`crate::listing`]), and when nothing changed at
+/// all it is returned as it is, without a tree being built or compared.
 ///
 /// The walk goes level by level, each level's directories read by several threads; only
 /// files whose stat changed are then read and hashed (on this thread: the store is not
@@ -170,13 +181,20 @@ pub fn record(
     let now = SystemTime::now();
     std::fs::read_dir(workspace)
         .map_err(|e| CheckpointError::io(format!("reading {}", workspace.display()), e))?;
+    let cx = Context {
+        cache,
+        previous: previous.map(|p| &*p.listings),
+        exclude: &limits.exclude,
+        max_file_bytes: limits.max_file_bytes,
+        now,
+    };
     let mut level = vec![(
         workspace.to_path_buf(),
         RelPath::new(),
-        Rules::root(workspace),
+        Rules::root(workspace, &limits.exclude, now),
     )];
     let mut found = Found::default();
-    let shared: &StatCache = cache;
+    let mut files = 0;
     while !level.is_empty() {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let threads = walkers().min(level.len());
@@ -190,7 +208,13 @@ pub fn record(
                             let Some((abs, rel, rules)) = level.get(i) else {
                                 break;
                             };
-                            read_dir(abs, rel, rules, shared, &limits.exclude, &mut out);
+                            match visit(abs, rel, rules, &cx) {
+                                Some((v, mut subdirs)) => {
+                                    out.visits.push(v);
+                                    out.subdirs.append(&mut subdirs);
+                                }
+                                None => out.unreadable.push(rel.clone()),
+                            }
                         }
                         out
                     })
@@ -200,13 +224,16 @@ pub fn record(
         });
         level = Vec::new();
         for mut r in results {
-            found.leaves.append(&mut r.leaves);
-            found.pending.append(&mut r.pending);
-            found.skipped.append(&mut r.skipped);
-            found.dirs.append(&mut r.dirs);
+            files += r
+                .visits
+                .iter()
+                .flat_map(|v| &v.listing.children)
+                .filter(|c| matches!(c.what, What::File(_)))
+                .count();
+            found.visits.append(&mut r.visits);
+            found.unreadable.append(&mut r.unreadable);
             level.append(&mut r.subdirs);
         }
-        let files = found.leaves.len() + found.pending.len();
         if files > limits.max_files {
             return Err(CheckpointError::TooLarge {
                 files,
@@ -214,42 +241,93 @@ pub fn record(
             });
         }
     }
-    let hits = found.leaves.len();
-    let mut flat: Flat = found.leaves.into_iter().collect();
-    let mut skipped = found.skipped;
-    for (rel, abs, stat, kind, len) in found.pending {
-        if kind != EntryKind::Link && len > limits.max_file_bytes {
-            skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::Large(len),
-            });
-            continue;
-        }
-        let bytes = if kind == EntryKind::Link {
-            std::fs::read_link(&abs).map(|t| t.as_os_str().as_bytes().to_vec())
-        } else {
-            std::fs::read(&abs)
-        };
-        let Ok(bytes) = bytes else {
-            skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
-        };
-        let oid = store.write_blob(&bytes)?;
-        cache.record(rel.clone(), stat, kind, oid, now);
-        flat.insert(rel, Leaf { kind, oid });
+    // Every directory as the last walk left it, and the same directories: nothing changed.
+    if let Some(prev) = previous
+        && found.unreadable.is_empty()
+        && found.visits.len() == prev.listings.len()
+        && found.visits.iter().all(|v| v.unchanged)
+    {
+        return Ok(prev.clone());
     }
+    let mut listings = Listings::with_capacity(found.visits.len());
+    let mut pending = Vec::new();
+    for visit in found.visits {
+        if !visit.pending.is_empty() {
+            pending.push((visit.rel.clone(), visit.pending));
+        }
+        listings.insert(visit.rel, visit.listing);
+    }
+    let mut skipped: Vec<Skipped> = found
+        .unreadable
+        .into_iter()
+        .map(|path| Skipped {
+            path,
+            reason: SkipReason::Unreadable,
+        })
+        .collect();
+    for (dir, files) in pending {
+        // The listing was made in this walk (only a changed one has pending files), so this
+        // is its only reference and `make_mut` does not copy it.
+        let Some(listing) = listings.get_mut(&dir) else {
+            continue;
+        };
+        let listing = Arc::make_mut(listing);
+        for p in files {
+            let child = &mut listing.children[p.index];
+            let abs = crate::path::absolute(workspace, &child.rel);
+            let bytes = if p.kind == EntryKind::Link {
+                std::fs::read_link(&abs).map(|t| t.as_os_str().as_bytes().to_vec())
+            } else {
+                std::fs::read(&abs)
+            };
+            // An unreadable file stays unknown: it is tried again next time.
+            let Ok(bytes) = bytes else { continue };
+            let oid = store.write_blob(&bytes)?;
+            let cached = cache.record(child.rel.clone(), p.stat, p.kind, oid, now);
+            child.what = What::File(Seen::Leaf(cached));
+        }
+    }
+    let mut flat = Flat::new();
+    let mut dirs = Vec::new();
+    for (rel, listing) in &listings {
+        if !rel.is_empty() {
+            dirs.push(rel);
+        }
+        for child in &listing.children {
+            let reason = match child.what {
+                What::Dir => continue,
+                What::File(Seen::Leaf(c)) => {
+                    flat.insert(
+                        child.rel.clone(),
+                        Leaf {
+                            kind: c.kind,
+                            oid: c.oid,
+                        },
+                    );
+                    continue;
+                }
+                What::File(Seen::Large(_, len)) => SkipReason::Large(len),
+                What::File(Seen::Unknown) | What::Unreadable => SkipReason::Unreadable,
+                What::Special => SkipReason::Special,
+                What::Ignored(_) => SkipReason::Ignored,
+            };
+            let mut path = child.rel.clone();
+            if matches!(child.what, What::Ignored(true)) {
+                path.push(b'/');
+            }
+            skipped.push(Skipped { path, reason });
+        }
+    }
+    let recorded = flat.len();
     // A directory with nothing recorded inside is kept as an empty directory.
-    for dir in found.dirs {
+    for dir in dirs {
         let has = flat
             .range(dir.clone()..)
             .next()
-            .is_some_and(|(p, _)| crate::path::is_within(p, &dir));
+            .is_some_and(|(p, _)| crate::path::is_within(p, dir));
         if !has {
             flat.insert(
-                dir,
+                dir.clone(),
                 Leaf {
                     kind: EntryKind::Tree,
                     oid: empty_tree(),
@@ -257,16 +335,18 @@ pub fn record(
             );
         }
     }
-    // Every cached path was seen unless some were hashed anew or left: only then prune.
-    if hits != cache.len() {
+    // Every cached path is recorded unless some file went away: only then prune.
+    if recorded != cache.len() {
         cache.retain(|p| flat.contains_key(p));
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    let listings = Arc::new(listings);
     if let Some(prev) = previous.filter(|p| *p.flat == flat) {
         return Ok(Snapshot {
             tree: prev.tree,
             flat: prev.flat.clone(),
             skipped: Arc::new(skipped),
+            listings,
         });
     }
     let tree = store.build(&flat)?;
@@ -274,95 +354,6 @@ pub fn record(
         tree,
         flat: Arc::new(flat),
         skipped: Arc::new(skipped),
+        listings,
     })
-}
-
-/// Reads one directory: classifies its entries, stats its files against the cache.
-fn read_dir(
-    abs: &Path,
-    rel: &[u8],
-    rules: &Rules,
-    cache: &StatCache,
-    exclude: &[PathBuf],
-    out: &mut Found,
-) {
-    let Ok(read) = std::fs::read_dir(abs) else {
-        out.skipped.push(Skipped {
-            path: rel.to_vec(),
-            reason: SkipReason::Unreadable,
-        });
-        return;
-    };
-    if !rel.is_empty() {
-        out.dirs.push(rel.to_vec());
-    }
-    let entries: Vec<std::fs::DirEntry> = read.filter_map(Result::ok).collect();
-    let has_gitignore = entries.iter().any(|e| e.file_name() == ".gitignore");
-    let rules = rules.enter(abs, has_gitignore);
-    for entry in entries {
-        let name = entry.file_name();
-        if name == ".git" {
-            continue;
-        }
-        let child_rel = join(rel, name.as_bytes());
-        let Ok(file_type) = entry.file_type() else {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
-        };
-        let is_dir = file_type.is_dir();
-        let child_abs = abs.join(&name);
-        if rules.ignored(&child_abs, is_dir) || (is_dir && exclude.contains(&child_abs)) {
-            let mut path = child_rel;
-            if is_dir {
-                path.push(b'/');
-            }
-            out.skipped.push(Skipped {
-                path,
-                reason: SkipReason::Ignored,
-            });
-            continue;
-        }
-        if is_dir {
-            out.subdirs.push((child_abs, child_rel, rules.clone()));
-            continue;
-        }
-        if file_type.is_fifo()
-            || file_type.is_socket()
-            || file_type.is_block_device()
-            || file_type.is_char_device()
-        {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Special,
-            });
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
-        };
-        let stat = Stat::of(&meta);
-        let kind = if meta.file_type().is_symlink() {
-            EntryKind::Link
-        } else if meta.permissions().mode() & 0o100 != 0 {
-            EntryKind::BlobExecutable
-        } else {
-            EntryKind::Blob
-        };
-        match cache.fresh(&child_rel, &stat).filter(|c| c.kind == kind) {
-            Some(cached) => {
-                let oid = cached.oid;
-                out.leaves.push((child_rel, Leaf { kind, oid }));
-            }
-            None => out
-                .pending
-                .push((child_rel, child_abs, stat, kind, meta.len())),
-        }
-    }
 }

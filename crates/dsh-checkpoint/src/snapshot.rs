@@ -178,7 +178,18 @@ pub fn record(
     limits: Limits,
     previous: Option<&Snapshot>,
 ) -> Result<Snapshot, CheckpointError> {
-    let now = SystemTime::now();
+    record_at(store, cache, workspace, limits, previous, SystemTime::now())
+}
+
+/// [`record`] as if at `now` (tests move the clock past the racy window instead of waiting).
+pub(crate) fn record_at(
+    store: &ShadowStore,
+    cache: &mut StatCache,
+    workspace: &Path,
+    limits: Limits,
+    previous: Option<&Snapshot>,
+    now: SystemTime,
+) -> Result<Snapshot, CheckpointError> {
     std::fs::read_dir(workspace)
         .map_err(|e| CheckpointError::io(format!("reading {}", workspace.display()), e))?;
     let cx = Context {

@@ -60,6 +60,8 @@ impl Fixture {
             now,
         )
         .unwrap();
+        // The trees reused from the last walk are exactly what writing every tree gives.
+        assert_eq!(snap.tree, self.store.build(&snap.flat).unwrap());
         self.last = Some(snap.clone());
         snap
     }
@@ -90,7 +92,7 @@ fn oid(snap: &Snapshot, rel: &str) -> Option<ObjectId> {
 }
 
 fn reused_whole(a: &Snapshot, b: &Snapshot) -> bool {
-    Arc::ptr_eq(&a.listings, &b.listings)
+    Arc::ptr_eq(&a.walk, &b.walk)
 }
 
 /// The directory's modification and change times.
@@ -240,4 +242,22 @@ fn a_listing_taken_soon_after_its_directory_changed_is_not_reused() {
     let at = at + Duration::from_secs(60);
     let settled = fx.record_at(at);
     assert!(reused_whole(&settled, &fx.record_at(at)));
+}
+
+#[test]
+fn a_change_deep_down_rewrites_every_tree_above_it_and_only_those() {
+    let mut fx = Fixture::new(&[("a/b/c/x.rs", "x"), ("a/b/y.rs", "y"), ("side/z.rs", "z")]);
+    let before = fx.settle();
+    std::fs::write(fx.path("a/b/c/x.rs"), "changed").unwrap();
+    let after = fx.record();
+    assert_ne!(before.tree, after.tree);
+    assert_eq!(oid(&after, "a/b/c/x.rs"), Some(blob("changed")));
+    let tree = |s: &Snapshot, rel: &str| s.walk.trees.get(rel.as_bytes()).copied();
+    for changed in ["a", "a/b", "a/b/c"] {
+        assert_ne!(tree(&before, changed), tree(&after, changed), "{changed}");
+    }
+    assert_eq!(tree(&before, "side"), tree(&after, "side"));
+    // Put back as it was: the same trees as at first.
+    std::fs::write(fx.path("a/b/c/x.rs"), "x").unwrap();
+    assert_eq!(fx.record().tree, before.tree);
 }

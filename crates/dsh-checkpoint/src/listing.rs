@@ -47,7 +47,8 @@ pub struct Listing {
 /// One entry of a directory.
 #[derive(Clone, Debug)]
 pub struct Child {
-    name: Vec<u8>,
+    /// Its name in the directory.
+    pub name: Vec<u8>,
     /// Its workspace-relative path.
     pub rel: RelPath,
     /// What it is.
@@ -161,14 +162,16 @@ pub fn visit(
         read = Some(read_names(abs)?);
     }
     let mut changed = reused.is_none();
-    let mut children = match (reused, read) {
-        (Some(p), _) => p.children.clone(),
-        (None, Some(names)) => classify(abs, rel, names, &rules, cx.exclude),
+    // A reused listing is copied only if one of its entries changed.
+    let mut children: std::borrow::Cow<'_, [Child]> = match (reused, read) {
+        (Some(p), _) => std::borrow::Cow::Borrowed(&p.children),
+        (None, Some(names)) => classify(abs, rel, names, &rules, cx.exclude).into(),
         (None, None) => return None,
     };
     let mut pending = Vec::new();
     let mut subdirs = Vec::new();
-    for (index, child) in children.iter_mut().enumerate() {
+    for index in 0..children.len() {
+        let child = &children[index];
         let seen = match child.what {
             What::Dir => {
                 let name = std::ffi::OsStr::from_bytes(&child.name);
@@ -190,7 +193,7 @@ pub fn visit(
         };
         if !same_what(&child.what, &what) {
             changed = true;
-            child.what = what;
+            children.to_mut()[index].what = what;
         }
     }
     let listing = match (reused, changed) {
@@ -200,7 +203,7 @@ pub fn visit(
             trusted: stat.settled(cx.now) && rules.settled,
             rules: rules.fingerprint,
             gitignore,
-            children,
+            children: children.into_owned(),
         }),
     };
     let visit = Visit {

@@ -5,6 +5,7 @@
 //! in the snapshot's [`Skipped`] list: what git would ignore, files over the size cap, files
 //! that cannot be read, and special files (sockets, FIFOs, devices).
 
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use crate::error::CheckpointError;
 use crate::listing::{Context, Listings, Seen, Subdir, Visit, What, visit};
 use crate::path::RelPath;
 use crate::rules::Rules;
-use crate::store::{Flat, Leaf, ShadowStore, empty_tree};
+use crate::store::{Flat, Leaf, ShadowStore, empty_tree, entry};
 
 /// Why a path is not in a checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,9 +117,9 @@ pub struct Snapshot {
     pub flat: Arc<Flat>,
     /// What was left out.
     pub skipped: Arc<Vec<Skipped>>,
-    /// The directory listings of the walk that recorded it (empty for a snapshot read back
-    /// from the store): the next walk of the same workspace starts from them.
-    pub(crate) listings: Arc<Listings>,
+    /// What the walk that recorded it learnt (empty for a snapshot read back from the
+    /// store): the next walk of the same workspace starts from it.
+    pub(crate) walk: Arc<Walk>,
 }
 
 impl Snapshot {
@@ -128,9 +129,18 @@ impl Snapshot {
             tree,
             flat: Arc::new(flat),
             skipped: Arc::new(skipped),
-            listings: Arc::default(),
+            walk: Arc::default(),
         }
     }
+}
+
+/// What one walk learnt about a workspace, for the next.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// Every directory's listing.
+    listings: Listings,
+    /// Every directory's tree.
+    pub(crate) trees: HashMap<RelPath, ObjectId>,
 }
 
 /// Limits of a snapshot.
@@ -194,7 +204,7 @@ pub(crate) fn record_at(
         .map_err(|e| CheckpointError::io(format!("reading {}", workspace.display()), e))?;
     let cx = Context {
         cache,
-        previous: previous.map(|p| &*p.listings),
+        previous: previous.map(|p| &p.walk.listings),
         exclude: &limits.exclude,
         max_file_bytes: limits.max_file_bytes,
         now,
@@ -255,7 +265,7 @@ pub(crate) fn record_at(
     // Every directory as the last walk left it, and the same directories: nothing changed.
     if let Some(prev) = previous
         && found.unreadable.is_empty()
-        && found.visits.len() == prev.listings.len()
+        && found.visits.len() == prev.walk.listings.len()
         && found.visits.iter().all(|v| v.unchanged)
     {
         return Ok(prev.clone());
@@ -298,17 +308,97 @@ pub(crate) fn record_at(
             child.what = What::File(Seen::Leaf(cached));
         }
     }
-    let mut flat = Flat::new();
-    let mut dirs = Vec::new();
-    for (rel, listing) in &listings {
-        if !rel.is_empty() {
-            dirs.push(rel);
-        }
+    let mut trees = Trees {
+        store,
+        listings: &listings,
+        previous: previous.map(|p| &*p.walk),
+        flat: Flat::new(),
+        skipped: Vec::new(),
+        trees: HashMap::with_capacity(listings.len()),
+    };
+    let tree = trees.tree(&[])?;
+    let Trees {
+        flat,
+        skipped: mut left,
+        trees,
+        ..
+    } = trees;
+    skipped.append(&mut left);
+    // Every cached path is recorded unless some file went away: only then prune.
+    let recorded = flat.values().filter(|l| l.kind != EntryKind::Tree).count();
+    if recorded != cache.len() {
+        cache.retain(|p| flat.contains_key(p));
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(prev) = previous.filter(|p| p.tree == tree) {
+        return Ok(Snapshot {
+            tree,
+            flat: prev.flat.clone(),
+            skipped: Arc::new(skipped),
+            walk: Arc::new(Walk { listings, trees }),
+        });
+    }
+    Ok(Snapshot {
+        tree,
+        flat: Arc::new(flat),
+        skipped: Arc::new(skipped),
+        walk: Arc::new(Walk { listings, trees }),
+    })
+}
+
+/// Writes a walk's trees, bottom up, and collects its leaves and what it left out.
+struct Trees<'a> {
+    store: &'a ShadowStore,
+    listings: &'a Listings,
+    previous: Option<&'a Walk>,
+    flat: Flat,
+    skipped: Vec<Skipped>,
+    trees: HashMap<RelPath, ObjectId>,
+}
+
+impl Trees<'_> {
+    /// The tree of directory `rel`. When its listing is the previous walk's, as it was, and
+    /// every subdirectory's tree is the same as then, so is its tree: it is not written again.
+    fn tree(&mut self, rel: &[u8]) -> Result<ObjectId, CheckpointError> {
+        let listings = self.listings;
+        let Some(listing) = listings.get(rel) else {
+            return Ok(empty_tree());
+        };
+        let before = self.previous.and_then(|p| {
+            let same = Arc::ptr_eq(p.listings.get(rel)?, listing);
+            same.then(|| p.trees.get(rel).copied()).flatten()
+        });
+        let mut same = before.is_some();
+        let mut entries = Vec::with_capacity(listing.children.len());
         for child in &listing.children {
             let reason = match child.what {
-                What::Dir => continue,
+                What::Dir => {
+                    // An unreadable directory has no listing and is left out (it was named
+                    // as skipped by the walk), which changes this tree.
+                    if !listings.contains_key(&child.rel) {
+                        same = false;
+                        continue;
+                    }
+                    let oid = self.tree(&child.rel)?;
+                    same &= self
+                        .previous
+                        .is_some_and(|p| p.trees.get(&child.rel) == Some(&oid));
+                    entries.push(entry(&child.name, EntryKind::Tree, oid));
+                    if oid == empty_tree() {
+                        // A directory with nothing recorded inside is kept as an empty one.
+                        self.flat.insert(
+                            child.rel.clone(),
+                            Leaf {
+                                kind: EntryKind::Tree,
+                                oid,
+                            },
+                        );
+                    }
+                    continue;
+                }
                 What::File(Seen::Leaf(c)) => {
-                    flat.insert(
+                    entries.push(entry(&child.name, c.kind, c.oid));
+                    self.flat.insert(
                         child.rel.clone(),
                         Leaf {
                             kind: c.kind,
@@ -326,45 +416,15 @@ pub(crate) fn record_at(
             if matches!(child.what, What::Ignored(true)) {
                 path.push(b'/');
             }
-            skipped.push(Skipped { path, reason });
+            self.skipped.push(Skipped { path, reason });
         }
+        let oid = match before {
+            Some(oid) if same => oid,
+            // An empty directory is the empty tree, which needs no object below the root.
+            _ if entries.is_empty() && !rel.is_empty() => empty_tree(),
+            _ => self.store.write_tree(entries)?,
+        };
+        self.trees.insert(rel.to_vec(), oid);
+        Ok(oid)
     }
-    let recorded = flat.len();
-    // A directory with nothing recorded inside is kept as an empty directory.
-    for dir in dirs {
-        let has = flat
-            .range(dir.clone()..)
-            .next()
-            .is_some_and(|(p, _)| crate::path::is_within(p, dir));
-        if !has {
-            flat.insert(
-                dir.clone(),
-                Leaf {
-                    kind: EntryKind::Tree,
-                    oid: empty_tree(),
-                },
-            );
-        }
-    }
-    // Every cached path is recorded unless some file went away: only then prune.
-    if recorded != cache.len() {
-        cache.retain(|p| flat.contains_key(p));
-    }
-    skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    let listings = Arc::new(listings);
-    if let Some(prev) = previous.filter(|p| *p.flat == flat) {
-        return Ok(Snapshot {
-            tree: prev.tree,
-            flat: prev.flat.clone(),
-            skipped: Arc::new(skipped),
-            listings,
-        });
-    }
-    let tree = store.build(&flat)?;
-    Ok(Snapshot {
-        tree,
-        flat: Arc::new(flat),
-        skipped: Arc::new(skipped),
-        listings,
-    })
 }

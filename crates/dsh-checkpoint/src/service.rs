@@ -160,7 +160,7 @@ impl Workspace {
             limits,
             self.last.as_ref(),
         )?;
-        if self.cache.is_dirty() {
+        if self.cache.worth_saving() {
             // Only a cache: failing to save it costs a rehash next time, nothing else.
             if let Err(e) = self.cache.save(self.store.dir()) {
                 tracing::debug!(error = %e, "checkpoint cache not saved");

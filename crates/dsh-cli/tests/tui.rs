@@ -647,3 +647,44 @@ fn compact_summarizes_the_history_and_says_so() {
     let last = serde_json::to_string(requests.last().unwrap().messages()).unwrap();
     assert!(last.contains("keep the greetings"), "{last}");
 }
+
+#[test]
+fn an_image_mentioned_with_an_at_is_sent_to_a_vision_model_and_refused_for_others() {
+    let w = World::new();
+    std::fs::write(w.cwd.path().join("pic.png"), dsh_testkit::TINY_PNG).unwrap();
+    // Without vision: refused, nothing sent.
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    // A space ends the `@path` completion popup, so Enter sends instead of completing.
+    tui.keys("what is @pic.png ");
+    tui.keys("\r");
+    tui.wait_for("does not read images");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    assert!(w.server.requests().is_empty());
+    // With vision granted in the config: the file goes with the prompt.
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[models.\"deepseek-v4-flash\"]\nvision = true\n",
+    )
+    .unwrap();
+    w.server.push(MockResponse::text("Two pixels."));
+    let mut tui = Tui::start(&w, &[], &[]);
+    tui.ready();
+    tui.keys("what is @pic.png ");
+    tui.keys("\r");
+    tui.wait_for("Two pixels.");
+    tui.type_line("/exit");
+    assert_eq!(tui.exit_code(), Some(0));
+    let requests = w.server.requests();
+    let user = requests[0].messages().last().unwrap().clone();
+    assert_eq!(
+        user["content"][0]["text"].as_str().unwrap().trim_end(),
+        "what is @pic.png"
+    );
+    let url = user["content"][1]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{url}"
+    );
+}

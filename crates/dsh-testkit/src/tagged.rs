@@ -103,9 +103,11 @@ mod tests {
     #[test]
     fn a_tagged_sleep_is_found_while_it_runs_and_not_after() {
         let tag = Tag::new();
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("exec {}", tag.sleep(60)))
+        // `sleep` itself, not `sh -c "exec sleep …"`: while sh execs, its cmdline briefly
+        // reads empty, so a scan right after the first sighting could miss it.
+        let duration = tag.sleep(60).replace("sleep ", "");
+        let mut child = std::process::Command::new("sleep")
+            .arg(duration)
             .spawn()
             .unwrap();
         tag.wait_running(1, "the tagged sleep");

@@ -137,6 +137,16 @@ impl TuiHost for HarnessHost {
         )
     }
 
+    fn attach_images(
+        &self,
+        session: &SessionId,
+        paths: &[PathBuf],
+    ) -> Result<Vec<dsh_session::ContentBlock>, HostError> {
+        self.harness
+            .attach_image_files(session, paths)
+            .map_err(host_error)
+    }
+
     fn set_plan(&self, agent: &AgentHandle, on: bool) -> Result<(), HostError> {
         self.harness
             .set_plan(agent.agent(), on)

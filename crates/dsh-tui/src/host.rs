@@ -165,6 +165,17 @@ pub trait TuiHost: Send + Sync + 'static {
         Err(HostError("switching modes is not available here".into()))
     }
 
+    /// Image blocks for a prompt to `session` from the files `paths` (`@shot.png` in the
+    /// draft), checked, scaled and stored; refused when the session's model reads no images.
+    fn attach_images(
+        &self,
+        session: &SessionId,
+        paths: &[std::path::PathBuf],
+    ) -> Result<Vec<dsh_session::ContentBlock>, HostError> {
+        let _ = (session, paths);
+        Err(HostError("images are not available here".into()))
+    }
+
     /// The turns `agent`'s session can be rewound to, oldest first (the `/rewind` picker).
     async fn turns(&self, agent: &AgentRef) -> Result<Vec<crate::rewind::TurnEntry>, HostError> {
         let _ = agent;

@@ -17,6 +17,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod attach;
 pub mod cell;
 pub mod commands;
 pub mod composer;

@@ -270,8 +270,8 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                     let _ = text;
                     app.transcript.error("no session; try /new");
                 }
-                Effect::Send(text) => send(&handle, &mut app, text, false),
-                Effect::Queue(text) => send(&handle, &mut app, text, true),
+                Effect::Send(text) => send(host.as_ref(), &handle, &mut app, text, false),
+                Effect::Queue(text) => send(host.as_ref(), &handle, &mut app, text, true),
                 Effect::Withdraw(id) => {
                     if let Some(h) = &handle
                         && !matches!(h.agent().inbox().remove(&id), Ok(true))
@@ -418,7 +418,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                         Some(Ok(prompt)) => {
                             for effect in app.say(prompt, queue) {
                                 if let Effect::Send(text) | Effect::Queue(text) = effect {
-                                    send(&handle, &mut app, text, queue);
+                                    send(host.as_ref(), &handle, &mut app, text, queue);
                                 }
                             }
                         }
@@ -435,7 +435,7 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                             if let Some(text) = then {
                                 for effect in app.say(text, false) {
                                     if let Effect::Send(text) = effect {
-                                        send(&handle, &mut app, text, false);
+                                        send(host.as_ref(), &handle, &mut app, text, false);
                                     }
                                 }
                             }
@@ -566,13 +566,43 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
     }
 }
 
-fn send(handle: &Option<AgentHandle>, app: &mut App, text: String, queue: bool) {
+fn send(
+    host: &dyn TuiHost,
+    handle: &Option<AgentHandle>,
+    app: &mut App,
+    text: String,
+    queue: bool,
+) {
     let Some(h) = handle else {
         return;
     };
     let agent = h.agent();
     let steering = !queue && agent.status() == AgentStatus::Running;
-    let message = Message::user_text(text.clone());
+    let images = crate::attach::image_mentions(&text, &app.info.cwd);
+    let message = if images.is_empty() {
+        Message::user_text(text.clone())
+    } else {
+        match host.attach_images(agent.session().id(), &images) {
+            Ok(blocks) => {
+                let mut content = vec![dsh_session::ContentBlock::text(text.clone())];
+                content.extend(blocks);
+                Message::user(content, dsh_session::MessageSource::User)
+            }
+            Err(e) => {
+                // Nothing was sent: the message leaves the pending strip (history keeps it for
+                // Up, to fix the mention or switch models).
+                if let Some(i) = app
+                    .pending
+                    .iter()
+                    .rposition(|p| p.id.is_none() && p.text == text)
+                {
+                    app.pending.remove(i);
+                }
+                app.transcript.error(format!("not sent: {e}"));
+                return;
+            }
+        }
+    };
     let sent = if steering {
         agent.steer(message)
     } else {

@@ -9,6 +9,9 @@
 //!
 //! The cache lives beside the store (`dsh-index`), written whole to a temporary file and
 //! renamed; it is only a cache, so a damaged or missing one means every file is hashed once.
+//! An entry on disk that is older than the one in memory is still true (that stat had that
+//! blob), so the file is rewritten only once the entries changed since it was written are
+//! worth it ([`StatCache::worth_saving`]): a new process rehashes those few files instead.
 
 use std::collections::HashMap;
 use std::fs::Metadata;
@@ -30,7 +33,7 @@ pub const CACHE_FILE: &str = "dsh-index";
 const MAGIC: &[u8; 8] = b"DSHIDX01";
 
 /// What a file looked like when it was hashed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Stat {
     mtime: (i64, i64),
     ctime: (i64, i64),
@@ -51,8 +54,20 @@ impl Stat {
         }
     }
 
+    /// The stat of a raw `stat` result (`fstatat` relative to a directory's descriptor),
+    /// field for field as [`Stat::of`].
+    pub fn from_raw(st: &nix::sys::stat::FileStat) -> Self {
+        Self {
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+            size: st.st_size as u64,
+            ino: st.st_ino,
+            mode: st.st_mode,
+        }
+    }
+
     /// Whether a change at this stat is old enough, at `now`, for the stat to be trusted.
-    fn settled(&self, now: SystemTime) -> bool {
+    pub fn settled(&self, now: SystemTime) -> bool {
         let latest = self.mtime.max(self.ctime);
         let changed = UNIX_EPOCH
             + Duration::from_secs(latest.0.max(0) as u64)
@@ -76,8 +91,22 @@ pub struct Cached {
 #[derive(Clone, Debug, Default)]
 pub struct StatCache {
     entries: HashMap<RelPath, Cached>,
-    /// Changed since loaded or saved.
-    dirty: bool,
+    /// Entries changed or removed since loaded or saved.
+    unsaved: usize,
+    /// Whether the entries came from, or went to, the file.
+    on_disk: bool,
+}
+
+/// The cache file is rewritten once one entry in this many changed: a new process then
+/// rehashes at most that share of the files, and a checkpoint that changed a few files does
+/// not write the whole cache (a megabyte for 10,000 files).
+const SAVE_EVERY: usize = 64;
+
+impl Cached {
+    /// Whether a file now at `stat`, of `kind`, still has this entry's blob.
+    pub fn still(&self, stat: &Stat, kind: EntryKind) -> bool {
+        self.trusted && self.stat == *stat && self.kind == kind
+    }
 }
 
 impl StatCache {
@@ -88,7 +117,7 @@ impl StatCache {
             .filter(|c| c.trusted && c.stat == *stat)
     }
 
-    /// Records that `path`, at `stat`, hashed to `oid`, as seen at `now`.
+    /// Records that `path`, at `stat`, hashed to `oid`, as seen at `now`; returns the entry.
     pub fn record(
         &mut self,
         path: RelPath,
@@ -96,7 +125,7 @@ impl StatCache {
         kind: EntryKind,
         oid: ObjectId,
         now: SystemTime,
-    ) {
+    ) -> Cached {
         let cached = Cached {
             trusted: stat.settled(now),
             stat,
@@ -105,15 +134,16 @@ impl StatCache {
         };
         if self.entries.get(&path) != Some(&cached) {
             self.entries.insert(path, cached);
-            self.dirty = true;
+            self.unsaved += 1;
         }
+        cached
     }
 
     /// Keeps only the paths `keep` says are still there.
     pub fn retain(&mut self, keep: impl Fn(&[u8]) -> bool) {
         let before = self.entries.len();
         self.entries.retain(|p, _| keep(p));
-        self.dirty |= self.entries.len() != before;
+        self.unsaved += before - self.entries.len();
     }
 
     /// How many files are cached.
@@ -122,9 +152,10 @@ impl StatCache {
         self.entries.len()
     }
 
-    /// Whether entries changed since the last load or save.
-    pub fn is_dirty(&self) -> bool {
-        self.dirty
+    /// Whether the file should be rewritten: it was never written, or enough entries
+    /// changed since (see [`SAVE_EVERY`]).
+    pub fn worth_saving(&self) -> bool {
+        self.unsaved > 0 && (!self.on_disk || self.unsaved * SAVE_EVERY >= self.entries.len())
     }
 
     /// Loads the cache in `dir`; empty when missing or unreadable.
@@ -134,7 +165,8 @@ impl StatCache {
             .and_then(|bytes| decode(&bytes))
             .map(|entries| Self {
                 entries,
-                dirty: false,
+                unsaved: 0,
+                on_disk: true,
             })
             .unwrap_or_default()
     }
@@ -144,7 +176,8 @@ impl StatCache {
         let tmp = dir.join(format!("{CACHE_FILE}.tmp"));
         std::fs::write(&tmp, encode(&self.entries))?;
         std::fs::rename(&tmp, dir.join(CACHE_FILE))?;
-        self.dirty = false;
+        self.unsaved = 0;
+        self.on_disk = true;
         Ok(())
     }
 }
@@ -278,6 +311,34 @@ mod tests {
         bytes.pop();
         std::fs::write(dir.path().join(CACHE_FILE), bytes).unwrap();
         assert!(StatCache::load(dir.path()).fresh(b"f", &stat).is_none());
+    }
+
+    #[test]
+    fn the_file_is_rewritten_once_enough_entries_changed() {
+        let stat = Stat::of(&std::fs::symlink_metadata(".").unwrap());
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let mut cache = StatCache::default();
+        let oid = crate::store::empty_tree();
+        for i in 0..SAVE_EVERY * 2 {
+            cache.record(
+                i.to_string().into_bytes(),
+                stat,
+                EntryKind::Blob,
+                oid,
+                later,
+            );
+        }
+        assert!(cache.worth_saving(), "never written");
+        let dir = tempfile::tempdir().unwrap();
+        cache.save(dir.path()).unwrap();
+        assert!(!cache.worth_saving());
+        cache.record(b"0".to_vec(), stat, EntryKind::BlobExecutable, oid, later);
+        assert!(!cache.worth_saving(), "one change in 128 waits");
+        cache.retain(|p| p != b"1");
+        assert!(cache.worth_saving(), "two in 127 do not");
+        let mut loaded = StatCache::load(dir.path());
+        loaded.retain(|p| p != b"1" && p != b"2");
+        assert!(loaded.worth_saving());
     }
 
     #[test]

@@ -19,6 +19,9 @@ mod describe;
 mod diff;
 mod error;
 pub mod events;
+#[cfg(test)]
+mod incremental_tests;
+mod listing;
 pub mod path;
 mod plugin;
 pub mod prune;

@@ -160,7 +160,7 @@ impl Workspace {
             limits,
             self.last.as_ref(),
         )?;
-        if self.cache.is_dirty() {
+        if self.cache.worth_saving() {
             // Only a cache: failing to save it costs a rehash next time, nothing else.
             if let Err(e) = self.cache.save(self.store.dir()) {
                 tracing::debug!(error = %e, "checkpoint cache not saved");
@@ -714,11 +714,11 @@ fn plan(
     let changed_since: Vec<RelPath> = ws.store.changed(last, now.tree)?.into_iter().collect();
     let conflicts: Vec<RelPath> = by_session.intersection(&by_others).cloned().collect();
     let target_mark = &marks[start];
-    let target = Snapshot {
-        tree: target_mark.tree,
-        flat: Arc::new(ws.store.flatten(target_mark.tree)?),
-        skipped: Arc::new(ws.skipped_of(target_mark.skipped)),
-    };
+    let target = Snapshot::stored(
+        target_mark.tree,
+        ws.store.flatten(target_mark.tree)?,
+        ws.skipped_of(target_mark.skipped),
+    );
     // A path left out of either end is not known well enough to write.
     let mut restore = BTreeSet::new();
     let mut left = Vec::new();

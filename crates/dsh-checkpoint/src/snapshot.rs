@@ -5,8 +5,8 @@
 //! in the snapshot's [`Skipped`] list: what git would ignore, files over the size cap, files
 //! that cannot be read, and special files (sockets, FIFOs, devices).
 
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -14,11 +14,12 @@ use std::time::SystemTime;
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 
-use crate::cache::{Stat, StatCache};
+use crate::cache::StatCache;
 use crate::error::CheckpointError;
-use crate::path::{RelPath, join};
+use crate::listing::{Context, Listings, Seen, Subdir, Visit, What, visit};
+use crate::path::RelPath;
 use crate::rules::Rules;
-use crate::store::{Flat, Leaf, ShadowStore, empty_tree};
+use crate::store::{Flat, Leaf, ShadowStore, empty_tree, entry};
 
 /// Why a path is not in a checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +117,30 @@ pub struct Snapshot {
     pub flat: Arc<Flat>,
     /// What was left out.
     pub skipped: Arc<Vec<Skipped>>,
+    /// What the walk that recorded it learnt (empty for a snapshot read back from the
+    /// store): the next walk of the same workspace starts from it.
+    pub(crate) walk: Arc<Walk>,
+}
+
+impl Snapshot {
+    /// A snapshot read back from the store (no walk behind it).
+    pub fn stored(tree: ObjectId, flat: Flat, skipped: Vec<Skipped>) -> Self {
+        Self {
+            tree,
+            flat: Arc::new(flat),
+            skipped: Arc::new(skipped),
+            walk: Arc::default(),
+        }
+    }
+}
+
+/// What one walk learnt about a workspace, for the next.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// Every directory's listing.
+    listings: Listings,
+    /// Every directory's tree.
+    pub(crate) trees: HashMap<RelPath, ObjectId>,
 }
 
 /// Limits of a snapshot.
@@ -130,19 +155,14 @@ pub struct Limits {
     pub exclude: Vec<PathBuf>,
 }
 
-/// What reading one directory found.
+/// What one walker thread found.
 #[derive(Default)]
 struct Found {
-    /// Leaves whose stat matched the cache.
-    leaves: Vec<(RelPath, Leaf)>,
-    /// Files to read and hash: path, absolute path, stat, kind, size.
-    pending: Vec<(RelPath, PathBuf, Stat, EntryKind, u64)>,
-    /// What was left out.
-    skipped: Vec<Skipped>,
+    visits: Vec<Visit>,
+    /// Directories that could not be read.
+    unreadable: Vec<RelPath>,
     /// Directories below, to read next, with the rules in force there.
-    subdirs: Vec<(PathBuf, RelPath, Rules)>,
-    /// Directories read (for the empty-directory check).
-    dirs: Vec<RelPath>,
+    subdirs: Vec<Subdir>,
 }
 
 /// How many threads stat files: statting is most of a checkpoint, and the kernel serves it
@@ -154,8 +174,9 @@ fn walkers() -> usize {
 }
 
 /// Records `workspace` into `store`, reusing `cache` for files whose stat did not change.
-/// `previous` is the last snapshot of the same workspace: when nothing changed its trees are
-/// reused without being written again.
+/// `previous` is the last snapshot of the same workspace: directories whose stat did not
+/// change since its walk are not read again ([`crate::listing`]), and when nothing changed at
+/// all it is returned as it is, without a tree being built or compared.
 ///
 /// The walk goes level by level, each level's directories read by several threads; only
 /// files whose stat changed are then read and hashed (on this thread: the store is not
@@ -167,16 +188,34 @@ pub fn record(
     limits: Limits,
     previous: Option<&Snapshot>,
 ) -> Result<Snapshot, CheckpointError> {
-    let now = SystemTime::now();
+    record_at(store, cache, workspace, limits, previous, SystemTime::now())
+}
+
+/// [`record`] as if at `now` (tests move the clock past the racy window instead of waiting).
+pub(crate) fn record_at(
+    store: &ShadowStore,
+    cache: &mut StatCache,
+    workspace: &Path,
+    limits: Limits,
+    previous: Option<&Snapshot>,
+    now: SystemTime,
+) -> Result<Snapshot, CheckpointError> {
     std::fs::read_dir(workspace)
         .map_err(|e| CheckpointError::io(format!("reading {}", workspace.display()), e))?;
+    let cx = Context {
+        cache,
+        previous: previous.map(|p| &p.walk.listings),
+        exclude: &limits.exclude,
+        max_file_bytes: limits.max_file_bytes,
+        now,
+    };
     let mut level = vec![(
         workspace.to_path_buf(),
         RelPath::new(),
-        Rules::root(workspace),
+        Rules::root(workspace, &limits.exclude, now),
     )];
     let mut found = Found::default();
-    let shared: &StatCache = cache;
+    let mut files = 0;
     while !level.is_empty() {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let threads = walkers().min(level.len());
@@ -190,7 +229,13 @@ pub fn record(
                             let Some((abs, rel, rules)) = level.get(i) else {
                                 break;
                             };
-                            read_dir(abs, rel, rules, shared, &limits.exclude, &mut out);
+                            match visit(abs, rel, rules, &cx) {
+                                Some((v, mut subdirs)) => {
+                                    out.visits.push(v);
+                                    out.subdirs.append(&mut subdirs);
+                                }
+                                None => out.unreadable.push(rel.clone()),
+                            }
                         }
                         out
                     })
@@ -200,13 +245,16 @@ pub fn record(
         });
         level = Vec::new();
         for mut r in results {
-            found.leaves.append(&mut r.leaves);
-            found.pending.append(&mut r.pending);
-            found.skipped.append(&mut r.skipped);
-            found.dirs.append(&mut r.dirs);
+            files += r
+                .visits
+                .iter()
+                .flat_map(|v| &v.listing.children)
+                .filter(|c| matches!(c.what, What::File(_)))
+                .count();
+            found.visits.append(&mut r.visits);
+            found.unreadable.append(&mut r.unreadable);
             level.append(&mut r.subdirs);
         }
-        let files = found.leaves.len() + found.pending.len();
         if files > limits.max_files {
             return Err(CheckpointError::TooLarge {
                 files,
@@ -214,155 +262,169 @@ pub fn record(
             });
         }
     }
-    let hits = found.leaves.len();
-    let mut flat: Flat = found.leaves.into_iter().collect();
-    let mut skipped = found.skipped;
-    for (rel, abs, stat, kind, len) in found.pending {
-        if kind != EntryKind::Link && len > limits.max_file_bytes {
-            skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::Large(len),
-            });
-            continue;
-        }
-        let bytes = if kind == EntryKind::Link {
-            std::fs::read_link(&abs).map(|t| t.as_os_str().as_bytes().to_vec())
-        } else {
-            std::fs::read(&abs)
-        };
-        let Ok(bytes) = bytes else {
-            skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
-        };
-        let oid = store.write_blob(&bytes)?;
-        cache.record(rel.clone(), stat, kind, oid, now);
-        flat.insert(rel, Leaf { kind, oid });
+    // Every directory as the last walk left it, and the same directories: nothing changed.
+    if let Some(prev) = previous
+        && found.unreadable.is_empty()
+        && found.visits.len() == prev.walk.listings.len()
+        && found.visits.iter().all(|v| v.unchanged)
+    {
+        return Ok(prev.clone());
     }
-    // A directory with nothing recorded inside is kept as an empty directory.
-    for dir in found.dirs {
-        let has = flat
-            .range(dir.clone()..)
-            .next()
-            .is_some_and(|(p, _)| crate::path::is_within(p, &dir));
-        if !has {
-            flat.insert(
-                dir,
-                Leaf {
-                    kind: EntryKind::Tree,
-                    oid: empty_tree(),
-                },
-            );
+    let mut listings = Listings::with_capacity(found.visits.len());
+    let mut pending = Vec::new();
+    for visit in found.visits {
+        if !visit.pending.is_empty() {
+            pending.push((visit.rel.clone(), visit.pending));
+        }
+        listings.insert(visit.rel, visit.listing);
+    }
+    let mut skipped: Vec<Skipped> = found
+        .unreadable
+        .into_iter()
+        .map(|path| Skipped {
+            path,
+            reason: SkipReason::Unreadable,
+        })
+        .collect();
+    for (dir, files) in pending {
+        // The listing was made in this walk (only a changed one has pending files), so this
+        // is its only reference and `make_mut` does not copy it.
+        let Some(listing) = listings.get_mut(&dir) else {
+            continue;
+        };
+        let listing = Arc::make_mut(listing);
+        for p in files {
+            let child = &mut listing.children[p.index];
+            let abs = crate::path::absolute(workspace, &child.rel);
+            let bytes = if p.kind == EntryKind::Link {
+                std::fs::read_link(&abs).map(|t| t.as_os_str().as_bytes().to_vec())
+            } else {
+                std::fs::read(&abs)
+            };
+            // An unreadable file stays unknown: it is tried again next time.
+            let Ok(bytes) = bytes else { continue };
+            let oid = store.write_blob(&bytes)?;
+            let cached = cache.record(child.rel.clone(), p.stat, p.kind, oid, now);
+            child.what = What::File(Seen::Leaf(cached));
         }
     }
-    // Every cached path was seen unless some were hashed anew or left: only then prune.
-    if hits != cache.len() {
+    let mut trees = Trees {
+        store,
+        listings: &listings,
+        previous: previous.map(|p| &*p.walk),
+        flat: Flat::new(),
+        skipped: Vec::new(),
+        trees: HashMap::with_capacity(listings.len()),
+    };
+    let tree = trees.tree(&[])?;
+    let Trees {
+        flat,
+        skipped: mut left,
+        trees,
+        ..
+    } = trees;
+    skipped.append(&mut left);
+    // Every cached path is recorded unless some file went away: only then prune.
+    let recorded = flat.values().filter(|l| l.kind != EntryKind::Tree).count();
+    if recorded != cache.len() {
         cache.retain(|p| flat.contains_key(p));
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    if let Some(prev) = previous.filter(|p| *p.flat == flat) {
+    if let Some(prev) = previous.filter(|p| p.tree == tree) {
         return Ok(Snapshot {
-            tree: prev.tree,
+            tree,
             flat: prev.flat.clone(),
             skipped: Arc::new(skipped),
+            walk: Arc::new(Walk { listings, trees }),
         });
     }
-    let tree = store.build(&flat)?;
     Ok(Snapshot {
         tree,
         flat: Arc::new(flat),
         skipped: Arc::new(skipped),
+        walk: Arc::new(Walk { listings, trees }),
     })
 }
 
-/// Reads one directory: classifies its entries, stats its files against the cache.
-fn read_dir(
-    abs: &Path,
-    rel: &[u8],
-    rules: &Rules,
-    cache: &StatCache,
-    exclude: &[PathBuf],
-    out: &mut Found,
-) {
-    let Ok(read) = std::fs::read_dir(abs) else {
-        out.skipped.push(Skipped {
-            path: rel.to_vec(),
-            reason: SkipReason::Unreadable,
-        });
-        return;
-    };
-    if !rel.is_empty() {
-        out.dirs.push(rel.to_vec());
-    }
-    let entries: Vec<std::fs::DirEntry> = read.filter_map(Result::ok).collect();
-    let has_gitignore = entries.iter().any(|e| e.file_name() == ".gitignore");
-    let rules = rules.enter(abs, has_gitignore);
-    for entry in entries {
-        let name = entry.file_name();
-        if name == ".git" {
-            continue;
-        }
-        let child_rel = join(rel, name.as_bytes());
-        let Ok(file_type) = entry.file_type() else {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
+/// Writes a walk's trees, bottom up, and collects its leaves and what it left out.
+struct Trees<'a> {
+    store: &'a ShadowStore,
+    listings: &'a Listings,
+    previous: Option<&'a Walk>,
+    flat: Flat,
+    skipped: Vec<Skipped>,
+    trees: HashMap<RelPath, ObjectId>,
+}
+
+impl Trees<'_> {
+    /// The tree of directory `rel`. When its listing is the previous walk's, as it was, and
+    /// every subdirectory's tree is the same as then, so is its tree: it is not written again.
+    fn tree(&mut self, rel: &[u8]) -> Result<ObjectId, CheckpointError> {
+        let listings = self.listings;
+        let Some(listing) = listings.get(rel) else {
+            return Ok(empty_tree());
         };
-        let is_dir = file_type.is_dir();
-        let child_abs = abs.join(&name);
-        if rules.ignored(&child_abs, is_dir) || (is_dir && exclude.contains(&child_abs)) {
-            let mut path = child_rel;
-            if is_dir {
+        let before = self.previous.and_then(|p| {
+            let same = Arc::ptr_eq(p.listings.get(rel)?, listing);
+            same.then(|| p.trees.get(rel).copied()).flatten()
+        });
+        let mut same = before.is_some();
+        let mut entries = Vec::with_capacity(listing.children.len());
+        for child in &listing.children {
+            let reason = match child.what {
+                What::Dir => {
+                    // An unreadable directory has no listing and is left out (it was named
+                    // as skipped by the walk), which changes this tree.
+                    if !listings.contains_key(&child.rel) {
+                        same = false;
+                        continue;
+                    }
+                    let oid = self.tree(&child.rel)?;
+                    same &= self
+                        .previous
+                        .is_some_and(|p| p.trees.get(&child.rel) == Some(&oid));
+                    entries.push(entry(&child.name, EntryKind::Tree, oid));
+                    if oid == empty_tree() {
+                        // A directory with nothing recorded inside is kept as an empty one.
+                        self.flat.insert(
+                            child.rel.clone(),
+                            Leaf {
+                                kind: EntryKind::Tree,
+                                oid,
+                            },
+                        );
+                    }
+                    continue;
+                }
+                What::File(Seen::Leaf(c)) => {
+                    entries.push(entry(&child.name, c.kind, c.oid));
+                    self.flat.insert(
+                        child.rel.clone(),
+                        Leaf {
+                            kind: c.kind,
+                            oid: c.oid,
+                        },
+                    );
+                    continue;
+                }
+                What::File(Seen::Large(_, len)) => SkipReason::Large(len),
+                What::File(Seen::Unknown) | What::Unreadable => SkipReason::Unreadable,
+                What::Special => SkipReason::Special,
+                What::Ignored(_) => SkipReason::Ignored,
+            };
+            let mut path = child.rel.clone();
+            if matches!(child.what, What::Ignored(true)) {
                 path.push(b'/');
             }
-            out.skipped.push(Skipped {
-                path,
-                reason: SkipReason::Ignored,
-            });
-            continue;
+            self.skipped.push(Skipped { path, reason });
         }
-        if is_dir {
-            out.subdirs.push((child_abs, child_rel, rules.clone()));
-            continue;
-        }
-        if file_type.is_fifo()
-            || file_type.is_socket()
-            || file_type.is_block_device()
-            || file_type.is_char_device()
-        {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Special,
-            });
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else {
-            out.skipped.push(Skipped {
-                path: child_rel,
-                reason: SkipReason::Unreadable,
-            });
-            continue;
+        let oid = match before {
+            Some(oid) if same => oid,
+            // An empty directory is the empty tree, which needs no object below the root.
+            _ if entries.is_empty() && !rel.is_empty() => empty_tree(),
+            _ => self.store.write_tree(entries)?,
         };
-        let stat = Stat::of(&meta);
-        let kind = if meta.file_type().is_symlink() {
-            EntryKind::Link
-        } else if meta.permissions().mode() & 0o100 != 0 {
-            EntryKind::BlobExecutable
-        } else {
-            EntryKind::Blob
-        };
-        match cache.fresh(&child_rel, &stat).filter(|c| c.kind == kind) {
-            Some(cached) => {
-                let oid = cached.oid;
-                out.leaves.push((child_rel, Leaf { kind, oid }));
-            }
-            None => out
-                .pending
-                .push((child_rel, child_abs, stat, kind, meta.len())),
-        }
+        self.trees.insert(rel.to_vec(), oid);
+        Ok(oid)
     }
 }

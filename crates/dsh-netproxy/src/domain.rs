@@ -95,6 +95,21 @@ pub struct DomainPolicy {
 }
 
 impl DomainPolicy {
+    /// A policy of these entries, as `allowed_domains` and `denied_domains` hold them.
+    pub fn from_lists<'a>(
+        allowed: impl IntoIterator<Item = &'a str>,
+        denied: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, DomainError> {
+        let mut policy = Self::default();
+        for entry in allowed {
+            policy.allow(entry)?;
+        }
+        for entry in denied {
+            policy.deny(entry)?;
+        }
+        Ok(policy)
+    }
+
     /// Adds one `allowed_domains` entry (a preset adds its hosts).
     pub fn allow(&mut self, entry: &str) -> Result<(), DomainError> {
         if entry.starts_with('@') {
@@ -209,14 +224,7 @@ mod tests {
     use super::*;
 
     fn policy(allowed: &[&str], denied: &[&str]) -> DomainPolicy {
-        let mut p = DomainPolicy::default();
-        for a in allowed {
-            p.allow(a).unwrap();
-        }
-        for d in denied {
-            p.deny(d).unwrap();
-        }
-        p
+        DomainPolicy::from_lists(allowed.iter().copied(), denied.iter().copied()).unwrap()
     }
 
     #[test]

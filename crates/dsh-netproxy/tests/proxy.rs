@@ -18,14 +18,7 @@ fn loopback_lookup() -> Lookup {
 }
 
 fn policy(allowed: &[&str], denied: &[&str]) -> DomainPolicy {
-    let mut p = DomainPolicy::default();
-    for a in allowed {
-        p.allow(a).unwrap();
-    }
-    for d in denied {
-        p.deny(d).unwrap();
-    }
-    p
+    DomainPolicy::from_lists(allowed.iter().copied(), denied.iter().copied()).unwrap()
 }
 
 /// An origin server answering every connection with one fixed response; each request head it

@@ -14,8 +14,8 @@ use common::config;
 use dsh_guard::{GuardSupervision, NetworkProxy, SandboxMode};
 use dsh_netproxy::{DomainPolicy, Lookup, Proxy};
 use dsh_shell::{LocalShellExecutor, ShellExecutor};
+use dsh_testkit::Origin;
 use guarded::{Dirs, User, program, run};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A proxy already running (the harness's is started by the first command).
 #[derive(Debug)]
@@ -29,30 +29,7 @@ impl NetworkProxy for Running {
 
 /// An origin server on loopback answering every request with the same body.
 async fn origin() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if conn.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let body = "hello from origin\n";
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.write_all(response.as_bytes()).await;
-                let _ = conn.shutdown().await;
-            });
-        }
-    });
-    port
+    Origin::start("hello from origin\n").await.port
 }
 
 /// Every name is this machine (the test has no DNS); `origin.test` is allowed by exact name,

@@ -7,9 +7,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use dsh_netproxy::{DomainPolicy, Lookup, Proxy};
-use dsh_testkit::bounded;
+use dsh_testkit::{Origin, bounded};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 /// Every name resolves to loopback, as a hostile DNS answer for a wildcard name would.
@@ -21,36 +21,10 @@ fn policy(allowed: &[&str], denied: &[&str]) -> DomainPolicy {
     DomainPolicy::from_lists(allowed.iter().copied(), denied.iter().copied()).unwrap()
 }
 
-/// An origin server answering every connection with one fixed response; each request head it
-/// received is sent on the channel.
+/// An origin server; each request head it received arrives on the channel.
 async fn origin() -> (u16, mpsc::UnboundedReceiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if conn.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
-                let body = "hello from origin";
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.write_all(response.as_bytes()).await;
-                let _ = conn.shutdown().await;
-            });
-        }
-    });
-    (port, rx)
+    let origin = Origin::start("hello from origin").await;
+    (origin.port, origin.heads)
 }
 
 /// Sends `request` to the proxy and reads until it closes.

@@ -12,6 +12,8 @@
 //!   chunks, tool-call cards with diffs and console output, usage.
 //! - One prompt per session, settled when the agent is idle and its output delivered;
 //!   queue-aware cancel (seed decision 000): a prompt cancelled before it started never runs.
+//!   Interrupt and send: a prompt that arrives while the previous one is being cancelled waits
+//!   for that one to settle and then runs; one that overlaps an uncancelled prompt is refused.
 //! - Permission requests for mutating tools, failing closed on any client error, disconnect or
 //!   cancel ([`ApprovalPolicy`]).
 //! - Leak-free disconnect: the bridge holds each session's `AgentHandle` and disposes it, so

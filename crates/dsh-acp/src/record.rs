@@ -119,25 +119,36 @@ impl SessionState {
         })
     }
 
-    /// Takes the prompt slot; a second outstanding prompt is refused, never queued.
+    /// Takes the prompt slot; a second outstanding prompt is refused, never queued — unless
+    /// the one holding it has been cancelled (interrupt and send: an editor sends
+    /// `session/cancel` and, without waiting, the next `session/prompt`). Then `inflight`
+    /// takes the slot at once and the cancelled prompt is returned: the caller waits for it to
+    /// settle before queueing anything. Taking the slot, not queueing behind it, is what makes
+    /// a later `session/cancel` reach the waiting prompt and a third prompt be refused.
     pub(crate) fn reserve_slot(
         &self,
         inflight: &Arc<Inflight>,
-    ) -> Result<(), agent_client_protocol::Error> {
+    ) -> Result<Option<Arc<Inflight>>, agent_client_protocol::Error> {
         let mut slot = self.slot.lock();
-        if slot.is_some() {
-            return Err(invalid("a prompt is already in flight for this session"));
-        }
+        let cancelled = match slot.as_ref() {
+            None => None,
+            Some(held) if held.is_cancelled() => Some(held.clone()),
+            Some(_) => return Err(invalid("a prompt is already in flight for this session")),
+        };
         *slot = Some(inflight.clone());
-        Ok(())
+        Ok(cancelled)
     }
 
-    /// Frees the slot if it still holds `inflight`.
+    /// Frees the slot if it still holds `inflight`, and marks `inflight` settled either way (a
+    /// prompt that took the slot from it may be waiting for that).
     pub(crate) fn release_slot(&self, inflight: &Arc<Inflight>) {
-        let mut slot = self.slot.lock();
-        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, inflight)) {
-            *slot = None;
+        {
+            let mut slot = self.slot.lock();
+            if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, inflight)) {
+                *slot = None;
+            }
         }
+        inflight.mark_settled();
     }
 
     /// Whether the slot still holds `inflight`.

@@ -243,14 +243,17 @@ pub(crate) fn log_refusal<T>(result: &Result<T, Error>) {
 
 /// The `initialize` answer: protocol v1, what dsh supports, and who it is. Shared with the
 /// unconfigured agent, which must look the same to the editor until a session is asked for.
-pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
+/// `images`: image blocks are taken (the composition root provides
+/// [`PromptImages`](dsh_agent::PromptImages)); whether a session's model reads them is decided
+/// per prompt, and a model that does not is refused by name.
+pub(crate) fn initialize_response(options: &AcpOptions, images: bool) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         // Stdio MCP servers are the baseline; streamable HTTP ones are supported too.
         .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
         .prompt_capabilities(
             PromptCapabilities::new()
-                .image(false)
+                .image(images)
                 .audio(false)
                 .embedded_context(false),
         )
@@ -271,7 +274,8 @@ pub(crate) fn initialize_response(options: &AcpOptions) -> InitializeResponse {
 /// `initialize`: remembers what the editor offers (its files and terminals), then answers.
 fn initialize(bridge: &Bridge, request: &InitializeRequest) -> InitializeResponse {
     bridge.set_client_capabilities(request.client_capabilities.clone());
-    initialize_response(&bridge.options)
+    let images = bridge.ctx.get::<dyn dsh_agent::PromptImages>().is_some();
+    initialize_response(&bridge.options, images)
 }
 
 fn set_mode(bridge: &Bridge, request: &SetSessionModeRequest) -> Result<(), Error> {
@@ -389,7 +393,11 @@ fn say(record: &SessionRecord, text: String) {
         )));
 }
 
-fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder<PromptResponse>) {
+fn prompt_request(
+    bridge: &Arc<Bridge>,
+    request: &PromptRequest,
+    responder: Responder<PromptResponse>,
+) {
     if let Some(record) = bridge.record(&SessionId::new(&*request.session_id.0))
         && let Ok(text) = prompt::render(&request.prompt)
     {
@@ -408,12 +416,18 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
                 // message id, so a prompt sent meanwhile is refused and session/cancel
                 // reaches it.
                 let slot = Inflight::new(MessageId::generate());
-                if let Err(e) = record.state.reserve_slot(&slot) {
-                    return reply(responder, Err(e));
-                }
-                let work = pending.start(bridge, record.clone(), slot.cancel_token());
+                let after = match record.state.reserve_slot(&slot) {
+                    Ok(after) => after,
+                    Err(e) => return reply(responder, Err(e)),
+                };
                 let cancellation = responder.cancellation();
+                let b = bridge.clone();
                 return answer(bridge, responder, async move {
+                    // Interrupt and send: the cancelled prompt settles first.
+                    if let Some(after) = after {
+                        after.settled().await;
+                    }
+                    let work = pending.start(&b, record.clone(), slot.cancel_token());
                     tokio::pin!(work);
                     let done = tokio::select! {
                         done = &mut work => done,
@@ -453,20 +467,27 @@ fn prompt_request(bridge: &Bridge, request: &PromptRequest, responder: Responder
             }
         }
     }
-    let admitted = match prompt::admit(bridge, request, expanded) {
+    let mut admitted = match prompt::admit(bridge, request, expanded) {
         Ok(admitted) => admitted,
         Err(e) => return reply(responder, Err(e)),
     };
     let cancellation = responder.cancellation();
+    let b = bridge.clone();
     answer(bridge, responder, async move {
-        let record = &admitted.record;
-        let settled = settle(&record.state, record.agent(), &admitted.inflight);
+        let record = admitted.record.clone();
+        let inflight = admitted.inflight.clone();
+        let settled = async {
+            if !admitted.queue_when_ready(&b).await? {
+                return Ok(StopReason::Cancelled);
+            }
+            settle(&record.state, record.agent(), &inflight).await
+        };
         tokio::pin!(settled);
         tokio::select! {
             stop = &mut settled => return stop.map(PromptResponse::new),
             () = cancellation.cancelled() => {
-                if record.state.holds(&admitted.inflight) {
-                    prompt::cancel_record(record);
+                if record.state.holds(&inflight) {
+                    prompt::cancel_record(&record);
                 }
             }
         }

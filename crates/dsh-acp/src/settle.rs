@@ -38,6 +38,8 @@ pub(crate) struct Inflight {
     message_id: MessageId,
     progress: Mutex<Progress>,
     cancel: CancellationToken,
+    /// Fired once the prompt has let go of the slot (answered, or never admitted).
+    settled: CancellationToken,
 }
 
 impl Inflight {
@@ -47,6 +49,7 @@ impl Inflight {
             message_id,
             progress: Mutex::new(Progress::default()),
             cancel: CancellationToken::new(),
+            settled: CancellationToken::new(),
         })
     }
 
@@ -87,6 +90,21 @@ impl Inflight {
     /// waiting slash command).
     pub(crate) fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
+    }
+
+    /// Whether the client cancelled this prompt.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Marks the prompt settled: it holds the slot no more.
+    pub(crate) fn mark_settled(&self) {
+        self.settled.cancel();
+    }
+
+    /// Resolves once the prompt is settled ([`Inflight::mark_settled`]).
+    pub(crate) async fn settled(&self) {
+        self.settled.cancelled().await;
     }
 
     fn claimed_turn(&self) -> Option<u64> {

@@ -40,7 +40,8 @@ where
         .name("dsh-acp")
         .on_receive_request(
             async move |_r: InitializeRequest, responder, _cx| {
-                responder.respond(initialize_response(&options))
+                // As the configured agent will answer: the harness attaches images.
+                responder.respond(initialize_response(&options, true))
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -509,3 +509,80 @@ async fn a_cancel_request_for_the_prompt_cancels_it_like_session_cancel() {
     );
     conn.disconnect().await.unwrap();
 }
+
+/// Interrupt and send (what Zed does when the person types while the agent works): the
+/// client sends `session/cancel` and, without waiting for the answer, the next prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sent_right_after_a_cancel_waits_for_it_to_settle_and_runs() {
+    let h = H::new().await;
+    h.adapter
+        .push(Script::partial_then_hang("par"))
+        .push(Script::text("second answer"));
+    let mut conn = h.connect(options()).await;
+    let id = conn.session().await;
+    let first = conn.prompt(&id, "go");
+    conn.wait_update(&id, |u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .await;
+    conn.cancel(&id);
+    let second = conn.prompt(&id, "instead");
+    assert_eq!(
+        first.await.unwrap().unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    assert_eq!(
+        second.await.unwrap().unwrap().stop_reason,
+        StopReason::EndTurn
+    );
+    let agent = h.agent(&id).unwrap();
+    assert_eq!(
+        turn_ends(agent.session()),
+        vec![
+            TurnEndReason::Aborted {
+                reason: CancelCause::User
+            },
+            TurnEndReason::Completed
+        ],
+        "the second prompt ran as its own turn, after the cancelled one"
+    );
+    let last = h.adapter.requests().pop().unwrap();
+    assert!(last.messages.iter().any(|m| m.text().contains("instead")));
+    assert!(agent_text(&conn.received()).ends_with("second answer"));
+    assert_balanced(agent.session());
+    conn.disconnect().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reaches_a_prompt_that_waits_for_a_cancelled_one() {
+    let h = H::new().await;
+    h.adapter
+        .push(Script::partial_then_hang("par"))
+        .push(Script::text("must not run"));
+    let conn = h.connect(options()).await;
+    let id = conn.session().await;
+    let first = conn.prompt(&id, "go");
+    let mut conn = conn;
+    conn.wait_update(&id, |u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .await;
+    conn.cancel(&id);
+    let second = conn.prompt(&id, "instead");
+    conn.cancel(&id);
+    assert_eq!(
+        first.await.unwrap().unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    assert_eq!(
+        second.await.unwrap().unwrap().stop_reason,
+        StopReason::Cancelled
+    );
+    let agent = h.agent(&id).unwrap();
+    agent.when_idle().await;
+    assert_eq!(h.adapter.requests().len(), 1, "the second prompt never ran");
+    assert!(agent.inbox().next_turn().is_empty());
+    // The slot is free again: a later prompt runs.
+    assert_eq!(
+        conn.prompt_now(&id, "next").await.unwrap(),
+        StopReason::EndTurn
+    );
+    assert_balanced(agent.session());
+    conn.disconnect().await.unwrap();
+}

@@ -18,6 +18,7 @@ mod consumed;
 mod error;
 pub mod events;
 mod factory;
+mod images;
 mod inbox;
 mod initiator;
 mod plan;
@@ -32,6 +33,7 @@ pub use error::AgentError;
 pub use factory::{
     AgentFactory, AgentHandle, Commit, CreateAgentOptions, Disposer, ResumeAgentOptions, Setup,
 };
+pub use images::{ImageRefused, PromptImages};
 pub use inbox::Inbox;
 pub use initiator::InitiatorScope;
 pub use plan::{AgentPlan, AgentPlanner};

@@ -19,10 +19,12 @@
 
 mod beneath;
 mod placed;
+mod private;
 mod trust;
 
 pub use beneath::{Place, Resolver, Root, write_atomic_in};
 pub use placed::{
     Oversize, PlacedError, PlacedFile, READ_DEADLINE, append_placed, check_placed, read_placed,
 };
+pub use private::PrivateDir;
 pub use trust::{TRUST_FILE, Trust, TrustRecord, content_hash};

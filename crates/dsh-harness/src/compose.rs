@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_agent::AgentPlanner;
+use dsh_agent::{AgentPlanner, PromptImages};
+
+use crate::images::ImageGate;
 use dsh_agent_loop::{Core, CoreConfig, LoopConfig, mount_core};
 use dsh_checkpoint::{CheckpointPlugin, Checkpoints};
 use dsh_compaction::{Compaction, CompactionPlugin};
@@ -118,6 +120,7 @@ pub struct Harness {
     pub(crate) front_end: FrontEnd,
     pub(crate) approval: ApprovalPolicy,
     pub(crate) choices: Arc<SessionChoices>,
+    pub(crate) images: Arc<ImageGate>,
     executor: Arc<LocalShellExecutor>,
     routes: Routes,
     notices: Vec<String>,
@@ -194,6 +197,11 @@ impl Harness {
             scratch_dir: Some(settings.home.value.join("scratch")),
             ..ShellConfig::default()
         };
+        // Every tool's oversized result is cut, the whole kept beside the commands' spills.
+        ctx.provide(Arc::new(dsh_tools::ResultSpill::new(Some(
+            settings.home.value.join("scratch"),
+        ))))
+        .map_err(|e| HarnessError::start("provide the result spill", e))?;
         // One set of per-session policies for the guard's decisions and the commands'
         // confinement, so a session narrowed to read-only (plan mode) is both.
         let policies = Arc::new(SessionPolicies::default());
@@ -233,7 +241,7 @@ impl Harness {
             Arc::new(FileAttachments::beside_sessions(&settings.sessions_root()));
         ctx.provide::<dyn Attachments>(attachments.clone())
             .map_err(|e| HarnessError::start("provide the attachment store", e))?;
-        core.llm.set_attachments(attachments);
+        core.llm.set_attachments(attachments.clone());
         // Every front end compacts: long sessions survive the model's window.
         let compaction = ctx
             .plugin(CompactionPlugin::new(settings.compaction.clone()))
@@ -311,6 +319,15 @@ impl Harness {
         // After the guard (which provides the per-session approval policies it clears).
         let choices = Arc::new(SessionChoices::default());
         choices.install(&ctx)?;
+        // Front ends that build messages themselves (the ACP bridge) attach images here too.
+        let images = Arc::new(ImageGate {
+            settings: settings.clone(),
+            choices: choices.clone(),
+            registry: core.registry.clone(),
+            attachments,
+        });
+        ctx.provide::<dyn PromptImages>(images.clone())
+            .map_err(|e| HarnessError::start("provide the image attacher", e))?;
         // Only now is the harness complete: config-declared agents may run their first turn.
         if options.front_end.long_lived() {
             core.agent_loop.start_configured().await;
@@ -324,6 +341,7 @@ impl Harness {
             front_end: options.front_end,
             approval,
             choices,
+            images,
             executor,
             routes,
             notices,
@@ -428,6 +446,9 @@ impl Harness {
         self.core.shutdown().await;
         self.routes.unregister();
         self.executor.dispose().await;
+        if let Some(spill) = self.ctx.get::<dsh_tools::ResultSpill>() {
+            spill.clear();
+        }
         if let Err(error) = self.store.close().await {
             tracing::error!(%error, "draining session files failed");
         }

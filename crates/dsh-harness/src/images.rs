@@ -4,9 +4,66 @@
 
 use std::path::Path;
 
+use std::sync::Arc;
+
+use dsh_agent::{AgentRegistry, ImageRefused, PromptImages};
 use dsh_session::{Attachments, ContentBlock, SessionId};
 
+use crate::config::Settings;
+use crate::open::session_route;
+use crate::switch::SessionChoices;
 use crate::{Harness, HarnessError};
+
+/// The harness's [`PromptImages`]: what [`Harness::attach_image`] does, for front ends that
+/// reach the harness only through the context (the ACP bridge). It holds the pieces the
+/// session's model is decided from, not the harness, so the context it is provided on holds
+/// no cycle back to itself.
+pub(crate) struct ImageGate {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) choices: Arc<SessionChoices>,
+    pub(crate) registry: Arc<AgentRegistry>,
+    pub(crate) attachments: Arc<dyn Attachments>,
+}
+
+impl ImageGate {
+    /// The facts of the model `session` runs on now.
+    fn model(&self, session: &SessionId) -> dsh_llm::ModelFacts {
+        let route = session_route(&self.settings, &self.choices, &self.registry, session);
+        self.settings.catalog.facts(&route.model)
+    }
+
+    fn attach(
+        &self,
+        session: &SessionId,
+        label: &str,
+        bytes: &[u8],
+    ) -> Result<ContentBlock, String> {
+        let model = self.model(session);
+        if !model.vision {
+            return Err(format!(
+                "{label}: model `{}` does not read images (if it does, say so in the config: \
+                 [models.\"{}\"] vision = true)",
+                model.id, model.id
+            ));
+        }
+        let attached = dsh_images::attach(self.attachments.as_ref(), bytes)
+            .map_err(|e| format!("{label}: {e}"))?;
+        Ok(ContentBlock::Image {
+            attachment: attached.image,
+        })
+    }
+}
+
+impl PromptImages for ImageGate {
+    fn attach(
+        &self,
+        session: &SessionId,
+        label: &str,
+        bytes: &[u8],
+    ) -> Result<ContentBlock, ImageRefused> {
+        ImageGate::attach(self, session, label, bytes).map_err(ImageRefused)
+    }
+}
 
 impl Harness {
     /// Whether `session`'s model reads images: its catalogue row, or `[models."ID"] vision`
@@ -26,22 +83,9 @@ impl Harness {
         label: &str,
         bytes: &[u8],
     ) -> Result<ContentBlock, HarnessError> {
-        let policy = self.policy(session);
-        if !policy.model.vision {
-            return Err(HarnessError::Image(format!(
-                "{label}: model `{}` does not read images (if it does, say so in the config: \
-                 [models.\"{}\"] vision = true)",
-                policy.model.id, policy.model.id
-            )));
-        }
-        let store = self.ctx.get::<dyn Attachments>().ok_or_else(|| {
-            HarnessError::Image(format!("{label}: no attachment store is mounted"))
-        })?;
-        let attached = dsh_images::attach(store.as_ref(), bytes)
-            .map_err(|e| HarnessError::Image(format!("{label}: {e}")))?;
-        Ok(ContentBlock::Image {
-            attachment: attached.image,
-        })
+        self.images
+            .attach(session, label, bytes)
+            .map_err(HarnessError::Image)
     }
 
     /// [`Harness::attach_image`] for files, read whole (at most `dsh_images::MAX_INPUT_BYTES`

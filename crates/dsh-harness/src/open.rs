@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use dsh_agent::{AgentHandle, AgentRef, CreateAgentOptions, ResumeAgentOptions};
+use dsh_agent::{AgentHandle, AgentRef, AgentRegistry, CreateAgentOptions, ResumeAgentOptions};
 use std::sync::Arc;
 
 use dsh_guard::SessionPolicies;
@@ -17,10 +17,12 @@ use dsh_skills::{Catalog, Catalogs, Expansion, Problem};
 
 use crate::agent_setup::agent_setup;
 use crate::compose::Harness;
+use crate::config::Settings;
 use crate::error::HarnessError;
 use crate::planner::RouteOverrides;
 use crate::policy::EffectivePolicy;
 use crate::resume_route::Route;
+use crate::switch::SessionChoices;
 use crate::workspace::{same_dir, workspace_dir};
 
 /// Which session to open.
@@ -256,18 +258,8 @@ impl Harness {
             .get::<SessionPolicies>()
             .and_then(|p| p.get(session))
             .unwrap_or(self.approval);
-        let agent = self.core.registry.get(session);
-        // A person's switch outranks the route the agent was opened on.
-        let switched = self.choices.route(session);
-        let provider = switched
-            .as_ref()
-            .map(|r| r.provider.clone())
-            .or_else(|| agent.as_ref().and_then(|a| a.options().provider.clone()))
-            .unwrap_or_else(|| self.settings.provider.value.clone());
-        let model = switched
-            .map(|r| r.model)
-            .or_else(|| agent.as_ref().and_then(|a| a.options().model.clone()))
-            .unwrap_or_else(|| self.settings.model.value.clone());
+        let Route { provider, model } =
+            session_route(&self.settings, &self.choices, &self.core.registry, session);
         let plan = self.plan_mode().is_some_and(|p| p.is_active(session));
         EffectivePolicy {
             plan,
@@ -287,6 +279,28 @@ impl Harness {
             model: self.settings.catalog.facts(&model),
         }
     }
+}
+
+/// The route `session` runs on now: a person's switch over the route its agent was opened on
+/// over the configured one (a new session, whose id no agent has yet).
+pub(crate) fn session_route(
+    settings: &Settings,
+    choices: &SessionChoices,
+    registry: &AgentRegistry,
+    session: &SessionId,
+) -> Route {
+    let agent = registry.get(session);
+    let switched = choices.route(session);
+    let provider = switched
+        .as_ref()
+        .map(|r| r.provider.clone())
+        .or_else(|| agent.as_ref().and_then(|a| a.options().provider.clone()))
+        .unwrap_or_else(|| settings.provider.value.clone());
+    let model = switched
+        .map(|r| r.model)
+        .or_else(|| agent.as_ref().and_then(|a| a.options().model.clone()))
+        .unwrap_or_else(|| settings.model.value.clone());
+    Route { provider, model }
 }
 
 impl Harness {

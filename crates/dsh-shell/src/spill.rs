@@ -1,126 +1,35 @@
 //! Spill files: the complete text of a stream that outgrew its in-memory tail.
 //!
-//! Files live in one private scratch directory per executor (mode 0700, created lazily under
-//! [`ShellConfig::scratch_dir`](crate::ShellConfig::scratch_dir): `$DSH_HOME/scratch` in dsh,
-//! which sandboxed commands cannot write) and are created exclusively through the directory's
-//! descriptor (`openat` with `O_CREAT | O_EXCL | O_NOFOLLOW`, so an existing name or a planted
-//! symlink makes creation fail, and a directory renamed away with a symlink put in its place
-//! redirects nothing) with mode 0600 and an unpredictable name. Command output can hold
-//! anything the command printed, secrets included, so nobody else may read it or pre-create
-//! it. The directory and its files are removed when the executor is dropped.
+//! Files live in one private scratch directory per executor (`dsh_fs::PrivateDir`: mode 0700,
+//! created lazily under [`ShellConfig::scratch_dir`](crate::ShellConfig::scratch_dir),
+//! `$DSH_HOME/scratch` in dsh, which sandboxed commands cannot write; files created
+//! exclusively through the directory's descriptor, mode 0600, unpredictable names). Command
+//! output can hold anything the command printed, secrets included, so nobody else may read it
+//! or pre-create it. The directory and its files are removed when the executor is dropped.
 
-use std::fs::Permissions;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::fcntl::OFlag;
-use nix::sys::stat::Mode;
-use parking_lot::Mutex;
-use tempfile::TempDir;
+use dsh_fs::PrivateDir;
 use tokio::io::AsyncWriteExt;
 
 use crate::capture::StreamTail;
 
-/// The executor's private spill directory, created on first use.
-#[derive(Debug, Default)]
-pub(crate) struct SpillDir {
-    /// Where the private directory is made (`None`: `$XDG_RUNTIME_DIR`, else the temp dir).
-    base: Option<PathBuf>,
-    dir: Mutex<Option<Scratch>>,
-    next: AtomicU64,
-}
-
-/// The private directory: removed (with its files) when dropped; files are created through
-/// its descriptor.
+/// The executor's private spill directory, created on first use (`dsh_fs::PrivateDir`).
 #[derive(Debug)]
-struct Scratch {
-    dir: TempDir,
-    fd: OwnedFd,
-}
+pub(crate) struct SpillDir(PrivateDir);
 
 impl SpillDir {
     /// A spill directory made under `base` when first needed.
     pub(crate) fn new(base: Option<PathBuf>) -> Self {
-        Self {
-            base,
-            ..Self::default()
-        }
-    }
-
-    fn open_scratch(&self) -> io::Result<Scratch> {
-        let base = self
-            .base
-            .clone()
-            .or_else(|| {
-                std::env::var_os("XDG_RUNTIME_DIR")
-                    .filter(|d| !d.is_empty())
-                    .map(|d| PathBuf::from(d).join("dsh"))
-            })
-            .unwrap_or_else(std::env::temp_dir);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&base)?;
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("dsh-shell-{}-", std::process::id()))
-            .rand_bytes(12)
-            .permissions(Permissions::from_mode(0o700))
-            .tempdir_in(&base)?;
-        let fd = nix::fcntl::open(
-            dir.path(),
-            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
-        Ok(Scratch { dir, fd })
+        Self(PrivateDir::new(base, "dsh-shell"))
     }
 
     /// Creates a new spill file for a stream called `label` (`stdout` / `stderr`).
     fn create(&self, label: &str) -> io::Result<(std::fs::File, PathBuf)> {
-        let pid = std::process::id();
-        let mut dir = self.dir.lock();
-        let scratch = match &mut *dir {
-            Some(scratch) => scratch,
-            empty => empty.insert(self.open_scratch()?),
-        };
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut attempt = 0;
-        loop {
-            let name = format!("dsh-subprocess-{pid}-{n}-{:016x}-{label}.log", random_u64());
-            match nix::fcntl::openat(
-                &scratch.fd,
-                name.as_str(),
-                OFlag::O_WRONLY
-                    | OFlag::O_CREAT
-                    | OFlag::O_EXCL
-                    | OFlag::O_NOFOLLOW
-                    | OFlag::O_CLOEXEC,
-                Mode::from_bits_truncate(0o600),
-            ) {
-                Ok(fd) => return Ok((std::fs::File::from(fd), scratch.dir.path().join(name))),
-                Err(nix::errno::Errno::EEXIST) if attempt < 16 => attempt += 1,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        self.0.create(&format!("{label}.log"))
     }
-}
-
-/// An unpredictable number for a file name (from the kernel's random source).
-fn random_u64() -> u64 {
-    use std::io::Read as _;
-    let mut bytes = [0u8; 8];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if read.is_err() {
-        // Unpredictability is a bonus: exclusive creation already refuses any planted name.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        return nanos as u64;
-    }
-    u64::from_le_bytes(bytes)
 }
 
 /// The spill side of one stream's pump.

@@ -11,12 +11,15 @@ use crate::blocking::off_thread;
 use crate::path::{display, non_empty};
 use crate::walk::{NamePattern, SearchRoot, is_file, relative, walk};
 
-/// Most paths one call returns.
-pub(crate) const MAX_PATHS: usize = 100;
+/// Most paths one call returns; past the result limit the pipeline spills the list (head and
+/// tail shown, the whole in a file), so the bound is only against runaway searches.
+pub(crate) const MAX_PATHS: usize = 5_000;
 
 const DESCRIPTION: &str = "\
 Finds files by glob pattern, e.g. `*.rs` (by file name, at any depth) or `src/**/*.ts` (by \
-path relative to the search directory). Returns matching paths in path order, at most 100.
+path relative to the search directory). Returns matching paths in path order, at most \
+5,000 (a long list reaches you as its head and tail, with the whole list in a file you can \
+`read`).
 
 - `path` is the directory to search (default: the session's working directory).
 - Files ignored by `.gitignore`/`.ignore` and version-control directories are skipped; hidden \

@@ -18,8 +18,9 @@ use crate::excerpt::MAX_LINE_CHARS;
 use crate::path::{display, non_empty};
 use crate::walk::{LINE_CUT, NamePattern, SearchRoot, is_file, relative, walk};
 
-/// Most matching lines one call returns.
-pub(crate) const MAX_MATCHES: usize = 250;
+/// Most matching lines one call returns; past the result limit the pipeline spills the list
+/// (head and tail shown, the whole in a file), so the bound is only against runaway searches.
+pub(crate) const MAX_MATCHES: usize = 5_000;
 
 /// Longest line the searcher buffers; a file with a longer line is skipped rather than
 /// loaded whole.
@@ -27,7 +28,8 @@ const HEAP_LIMIT: usize = 16 * 1024 * 1024;
 
 const DESCRIPTION: &str = "\
 Searches file contents with a regular expression (Rust regex syntax, like ripgrep) and \
-returns matching lines as `path:line: text`, in path order, at most 250.
+returns matching lines as `path:line: text`, in path order, at most 5,000 (a long list \
+reaches you as its head and tail, with the whole list in a file you can `read`).
 
 - `path` is the file or directory to search (default: the session's working directory).
 - `include` limits the search to files matching a glob, e.g. `*.rs` or `*.{ts,tsx}`.

@@ -164,29 +164,29 @@ async fn invalid_patterns_and_missing_paths_are_error_results() {
 }
 
 #[tokio::test]
-async fn glob_caps_at_100_paths_keeping_the_first_in_path_order() {
+async fn glob_caps_at_5000_paths_keeping_the_first_in_path_order() {
     let w = world().await;
     let dir = tempdir();
-    for i in (0..150).rev() {
-        put(dir.path(), &format!("f{i:03}.txt"), "");
+    for i in (0..5_020).rev() {
+        put(dir.path(), &format!("f{i:04}.txt"), "");
     }
     let a = w.caller_in("session-a", Some(dir.path()));
     let out = text(&w, &a, "glob", json!({"pattern": "*.txt"})).await;
     let (paths, note) = out.split_once("\n\n").unwrap();
-    let expected: Vec<String> = (0..100).map(|i| format!("f{i:03}.txt")).collect();
+    let expected: Vec<String> = (0..5_000).map(|i| format!("f{i:04}.txt")).collect();
     assert_eq!(paths, expected.join("\n"));
     assert_eq!(
         note,
-        "(Results are truncated: showing the first 100 paths. Use a more specific pattern or \
+        "(Results are truncated: showing the first 5000 paths. Use a more specific pattern or \
          path.)"
     );
 }
 
 #[tokio::test]
-async fn grep_caps_at_250_matches_and_cuts_long_lines() {
+async fn grep_caps_at_5000_matches_and_cuts_long_lines() {
     let w = world().await;
     let dir = tempdir();
-    let lines: String = (1..=300).map(|i| format!("match {i}\n")).collect();
+    let lines: String = (1..=5_050).map(|i| format!("match {i}\n")).collect();
     put(dir.path(), "many.txt", lines);
     put(
         dir.path(),
@@ -196,13 +196,13 @@ async fn grep_caps_at_250_matches_and_cuts_long_lines() {
     let a = w.caller_in("session-a", Some(dir.path()));
     let out = text(&w, &a, "grep", json!({"pattern": "match"})).await;
     let (matches, note) = out.split_once("\n\n").unwrap();
-    let expected: Vec<String> = (1..=250)
+    let expected: Vec<String> = (1..=5_000)
         .map(|i| format!("many.txt:{i}: match {i}"))
         .collect();
     assert_eq!(matches, expected.join("\n"));
     assert_eq!(
         note,
-        "(Results are truncated: showing the first 250 matches. Use a more specific pattern, \
+        "(Results are truncated: showing the first 5000 matches. Use a more specific pattern, \
          path or include.)"
     );
     let wide = text(

@@ -30,6 +30,7 @@ mod question;
 mod result;
 mod routes;
 mod runtime;
+mod spill;
 mod tool;
 mod typed;
 mod write_scope;
@@ -59,6 +60,7 @@ pub use question::{
 pub use result::ToolCallResult;
 pub use routes::{Routes, routed};
 pub use runtime::{ExecutionMode, Guard, ToolRuntime};
+pub use spill::{DEFAULT_SPILL_BYTES, ResultSpill};
 pub use tool::Tool;
 pub use typed::TypedTool;
 pub use write_scope::{WritePlace, WriteRoot, WriteScope};

@@ -26,6 +26,7 @@ use crate::events::{
 use crate::exec::{ExecView, ToolExec};
 use crate::result::ToolCallResult;
 use crate::runtime::ToolRuntime;
+use crate::spill::ResultSpill;
 use crate::tool::Tool;
 
 /// A call's outcome on its way to [`ToolRuntime::finish`]: produced by
@@ -300,6 +301,11 @@ impl ToolRuntime {
         }
         result = materialize(exec, result);
         result = self.finalize(exec, result);
+        // Last: what the tool and the policy settled on is what gets cut, and the log records
+        // what the model reads.
+        if let Some(spill) = self.ctx.get::<ResultSpill>() {
+            result.content = spill.apply(&exec.name, std::mem::take(&mut result.content));
+        }
         let notice = ToolResultNotice {
             exec: view,
             result: Arc::new(result.clone()),

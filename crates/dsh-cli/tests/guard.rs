@@ -249,3 +249,58 @@ fn a_bad_rule_is_named_at_its_file_line_and_column() {
     assert!(err.contains("config.toml:2:33"), "{err}");
     assert!(err.contains("missing `)`"), "{err}");
 }
+
+/// A plain HTTP server on loopback on a thread (these tests have no runtime), answering
+/// every request with the same body.
+fn origin_thread() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let body = "hello from origin\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn an_allowlist_config_sends_commands_through_dshs_proxy_and_nowhere_else() {
+    let w = World::new();
+    let port = origin_thread();
+    // `localhost` is named exactly, so it may reach this machine; 127.0.0.2 is not listed.
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"localhost\"]\n",
+    )
+    .unwrap();
+    let script = format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{port} && echo direct: connected) 2>&1 | sed 's/^.*: /direct: /'
+         curl -sS http://localhost:{port}/ 2>&1
+         curl -sS http://127.0.0.2:{port}/ 2>&1"
+    );
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash(&script)))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&["run", "fetch"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let result = w.tool_results(1).join("\n");
+    assert!(result.contains("direct: Permission denied"), "{result}");
+    assert!(result.contains("hello from origin"), "{result}");
+    assert!(
+        result.contains(
+            "[sandbox] network: blocked 127.0.0.2: 127.0.0.2 is not in `[sandbox] allowed_domains`"
+        ),
+        "{result}"
+    );
+}

@@ -12,6 +12,9 @@ use crate::namespace::Namespaces;
 pub(crate) struct Args {
     pub mode: SandboxMode,
     pub network: bool,
+    /// The one TCP port a command may connect to (dsh's network proxy), when the network is
+    /// by allow-list.
+    pub proxy_port: Option<u16>,
     /// Writable roots (devices aside).
     pub writes: Vec<PathBuf>,
     /// Paths inside the writable roots that stay read-only (`.git`, `.dsh`, `$DSH_HOME`).
@@ -29,6 +32,7 @@ impl Args {
         let mut args = args.into_iter();
         let mut mode = None;
         let mut network = true;
+        let mut proxy_port = None;
         let mut writes = Vec::new();
         let mut protect = Vec::new();
         let mut namespaces = Namespaces::None;
@@ -50,6 +54,13 @@ impl Args {
             match flag.as_str() {
                 "--mode" => mode = Some(text().parse::<SandboxMode>().map_err(|e| e.to_string())?),
                 "--network" => network = value == "on",
+                "--proxy-port" => {
+                    proxy_port = Some(
+                        text()
+                            .parse::<u16>()
+                            .map_err(|e| format!("--proxy-port: {e}"))?,
+                    )
+                }
                 "--write" => writes.push(PathBuf::from(value)),
                 "--protect" => protect.push(PathBuf::from(value)),
                 "--ns" => namespaces = text().parse()?,
@@ -65,6 +76,7 @@ impl Args {
         Ok(Self {
             mode: mode.ok_or("missing --mode")?,
             network,
+            proxy_port,
             writes,
             protect,
             namespaces,

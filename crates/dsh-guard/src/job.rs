@@ -197,10 +197,11 @@ fn run_command(
     if confines {
         confinement.drop_capabilities = true;
         confinement.seccomp = Some(
-            crate::seccomp::filter(args.network).map_err(|e| Refusal::Sandbox(e.to_string()))?,
+            crate::seccomp::filter(args.network, args.proxy_port.is_some())
+                .map_err(|e| Refusal::Sandbox(e.to_string()))?,
         );
         confinement.ruleset = Some(
-            crate::landlock::ruleset(&writes, args.network)
+            crate::landlock::ruleset(&writes, args.network, args.proxy_port)
                 .map_err(|e| Refusal::Sandbox(format!("cannot build the Landlock ruleset: {e}")))?,
         );
     }

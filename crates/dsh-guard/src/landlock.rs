@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, path_beneath_rules,
 };
 
@@ -92,13 +92,19 @@ impl LandlockProbe for UnavailableProbe {
 /// under `writes` and on the device files, and with `network` off no TCP (nor, on kernels
 /// that know them, UDP or pathname unix socket connections outside the roots) at all.
 /// Signals and abstract unix sockets are scoped to the command's own domain, so it cannot
-/// kill dsh, its supervisor or other commands.
+/// kill dsh, its supervisor or other commands. With a `proxy_port` (the network by
+/// allow-list) the command may connect over TCP to that port only: dsh's proxy, which decides
+/// by host name. Binding stays allowed (a test server of the project may listen).
 ///
 /// Writable roots get every right except making character or block devices (root could
 /// mknod a disk under `/tmp`). Everything is requested best effort: what this kernel cannot
 /// enforce is known from [`kernel_abi`] and reported by the guard, and seccomp refuses
 /// non-unix sockets with the network off whatever the ABI.
-pub fn ruleset(writes: &[PathBuf], network: bool) -> Result<RulesetCreated, RulesetError> {
+pub fn ruleset(
+    writes: &[PathBuf],
+    network: bool,
+    proxy_port: Option<u16>,
+) -> Result<RulesetCreated, RulesetError> {
     let mut all = AccessFs::from_all(ABI_PIN);
     if network {
         // Connecting to a unix socket outside the roots (the Docker socket, the session bus,
@@ -109,14 +115,21 @@ pub fn ruleset(writes: &[PathBuf], network: bool) -> Result<RulesetCreated, Rule
     let mut ruleset = Ruleset::default()
         .handle_access(all)?
         .scope(Scope::from_all(ABI_PIN))?;
+    let proxy_port = proxy_port.filter(|_| network);
     if !network {
         ruleset = ruleset.handle_access(AccessNet::from_all(ABI_PIN))?;
+    } else if proxy_port.is_some() {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
     }
-    ruleset
+    let created = ruleset
         .create()?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_PIN)))?
         .add_rules(path_beneath_rules(DEVICE_ROOTS, writable))?
-        .add_rules(path_beneath_rules(writes, writable))
+        .add_rules(path_beneath_rules(writes, writable))?;
+    match proxy_port {
+        Some(port) => created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)),
+        None => Ok(created),
+    }
 }
 
 /// What a Landlock ABI below the pin leaves unenforced, one phrase per missing piece, for the

@@ -42,6 +42,10 @@ pub struct SandboxPolicy {
     /// Whether commands may open TCP connections and listen (false denies both, loopback
     /// included, and every socket that is not a unix socket).
     pub network: bool,
+    /// With the network by allow-list, the loopback port of dsh's proxy: the one TCP port a
+    /// confined command may connect to (set per command by [`crate::GuardSupervision`], which
+    /// starts the proxy).
+    pub proxy_port: Option<u16>,
     /// The session's working directory: writable in `workspace-write`.
     pub workspace: PathBuf,
     /// Extra writable directories (`[sandbox] writable_roots`).
@@ -72,6 +76,7 @@ impl SandboxPolicy {
         Self {
             mode,
             network: true,
+            proxy_port: None,
             workspace: workspace.into(),
             writable_roots: Vec::new(),
             temp_dirs,
@@ -185,6 +190,10 @@ impl SandboxPolicy {
             if self.network { "on" } else { "off" }.into(),
         ];
         if mode.confines() {
+            if let Some(port) = self.proxy_port.filter(|_| self.network) {
+                args.push("--proxy-port".into());
+                args.push(port.to_string().into());
+            }
             for root in self.write_roots() {
                 args.push("--write".into());
                 args.push(root.into_os_string());

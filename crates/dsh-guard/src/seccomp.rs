@@ -47,8 +47,10 @@ const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
 )))]
 const ARCH: Option<TargetArch> = None;
 
-/// The filter for a confined command with the network `on` or off.
-pub(crate) fn filter(network: bool) -> Result<BpfProgram, FilterError> {
+/// The filter for a confined command with the network `on` or off; `by_proxy` (the network by
+/// allow-list) also refuses IPv4/IPv6 sockets that are not streams (UDP, raw): Landlock's TCP
+/// rules cannot see them, and a datagram to any resolver or host would go around the proxy.
+pub(crate) fn filter(network: bool, by_proxy: bool) -> Result<BpfProgram, FilterError> {
     let arch = ARCH.ok_or_else(|| error("this architecture has no seccomp filter in dsh"))?;
     let arg =
         |index, op, value: u64| SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value);
@@ -72,7 +74,21 @@ pub(crate) fn filter(network: bool) -> Result<BpfProgram, FilterError> {
     } else {
         one(arg(0, SeccompCmpOp::Ne, unix))?
     };
-    rules.insert(libc::SYS_socket, vec![family.clone()]);
+    let mut socket = vec![family.clone()];
+    if network && by_proxy {
+        for inet in [libc::AF_INET, libc::AF_INET6] {
+            for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
+                // The type argument carries SOCK_NONBLOCK/SOCK_CLOEXEC in its high bits.
+                let rule = SeccompRule::new(vec![
+                    arg(0, SeccompCmpOp::Eq, inet as u64).map_err(error)?,
+                    arg(1, SeccompCmpOp::MaskedEq(0xf), kind as u64).map_err(error)?,
+                ])
+                .map_err(error)?;
+                socket.push(rule);
+            }
+        }
+    }
+    rules.insert(libc::SYS_socket, socket);
     rules.insert(libc::SYS_socketpair, vec![family]);
     // Another process's limits and priority (`prlimit --pid`, `renice -p`): a confined command
     // could otherwise starve dsh of descriptors or CPU where it can name dsh's pid (no PID
@@ -161,7 +177,7 @@ mod tests {
     #[test]
     fn both_network_settings_build_a_filter_with_the_x32_guard_after_the_arch_check() {
         for network in [true, false] {
-            let program = filter(network).unwrap();
+            let program = filter(network, false).unwrap();
             assert!(program.len() > 10, "{program:?}");
             if ARCH == Some(TargetArch::x86_64) {
                 assert_eq!(program[4].k, X32_SYSCALL_BIT);

@@ -14,6 +14,7 @@ use crate::landlock::{KernelProbe, LandlockProbe, gaps};
 use crate::mode::SandboxMode;
 use crate::namespace::Namespaces;
 use crate::policy::{Protect, SandboxPolicy};
+use crate::proxy::{NetworkProxy, with_proxy_env};
 use crate::session_policy::SessionPolicies;
 use crate::supervisor::SUPERVISE_ARG;
 use crate::zygote::{Hello, ZYGOTE_ARG};
@@ -73,6 +74,7 @@ pub struct GuardSupervision {
     hello: OnceLock<Result<Hello, String>>,
     said: Once,
     policies: Option<Arc<SessionPolicies>>,
+    proxy: Option<Arc<dyn NetworkProxy>>,
 }
 
 impl GuardSupervision {
@@ -94,7 +96,18 @@ impl GuardSupervision {
             hello: OnceLock::new(),
             said: Once::new(),
             policies: None,
+            proxy: None,
         }
+    }
+
+    /// The same supervision with the network by allow-list: confined commands may connect
+    /// over TCP only to `proxy` (started with the first of them), and their proxy variables
+    /// point at it. Commands that run unconfined (an approved escalation,
+    /// `danger-full-access`) are not sent through it.
+    #[must_use]
+    pub fn with_network_proxy(mut self, proxy: Arc<dyn NetworkProxy>) -> Self {
+        self.proxy = Some(proxy);
+        self
     }
 
     /// The same supervision, confining each session's commands with the narrowing `policies`
@@ -184,6 +197,13 @@ impl GuardSupervision {
         let hello = self
             .hello()
             .map_err(|e| refuse(format!("the supervisor did not start: {e}")))?;
+        if policy.proxy_port.is_some() && hello.abi < 4 {
+            return Err(refuse(format!(
+                "`[sandbox] network = \"allowlist\"` needs Landlock's TCP rules (ABI 4, kernel \
+                 6.7+) to keep commands from going around the proxy, and this kernel's ABI is {}",
+                hello.abi
+            )));
+        }
         if let Some(min) = policy.min_abi
             && hello.abi < min
         {
@@ -241,6 +261,18 @@ impl Supervision for GuardSupervision {
         // asked for, failing closed) runs unconfined, escalation or not.
         let unconfined = request.unconfined && !request.untrusted && narrowed.is_none();
         let confined = policy.mode.confines() && !unconfined;
+        let mut env = request.env.to_vec();
+        if let Some(proxy) = self.proxy.as_ref().filter(|_| confined && policy.network) {
+            let port = proxy.port().map_err(|cause| ShellError::Refused {
+                code: SANDBOX_UNAVAILABLE,
+                message: format!(
+                    "{SANDBOX_UNAVAILABLE}: {cause}, and without it commands have no network \
+                     under `[sandbox] network = \"allowlist\"`, so the command was not run."
+                ),
+            })?;
+            policy.proxy_port = Some(port);
+            env = with_proxy_env(&env, port);
+        }
         let namespaces = if confined {
             self.plan(&policy)?
         } else {
@@ -255,7 +287,7 @@ impl Supervision for GuardSupervision {
         let job = JobRequest {
             args,
             cwd: request.workdir.to_path_buf(),
-            env: request.env.to_vec(),
+            env,
         };
         self.zygote
             .start(&job, io)

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use dsh_guard::{
-    ApprovalPolicy, Guard, GuardSupervision, Installed, SandboxPolicy, SessionPolicies,
-    SupervisorProgram,
+    ApprovalPolicy, Guard, GuardSupervision, Installed, NetworkProxy, SandboxPolicy,
+    SessionPolicies, SupervisorProgram,
 };
 use dsh_kernel::Context;
+use dsh_netproxy::LazyProxy;
 use dsh_prompt::{Section, SystemPrompt};
 
 use crate::config::Settings;
@@ -45,10 +46,27 @@ pub(crate) fn session_supervision(
 }
 
 fn unnarrowed(settings: &Settings) -> GuardSupervision {
-    GuardSupervision::new(
+    let supervision = GuardSupervision::new(
         sandbox_policy(settings),
         SupervisorProgram::this_executable(),
-    )
+    );
+    match &settings.guard.allowlist {
+        Some(list) => supervision.with_network_proxy(Arc::new(Proxy(LazyProxy::new(
+            list.policy.clone(),
+            dsh_netproxy::system_lookup(),
+        )))),
+        None => supervision,
+    }
+}
+
+/// dsh-netproxy's proxy behind dsh-guard's seam (neither crate knows the other).
+#[derive(Debug)]
+struct Proxy(LazyProxy);
+
+impl NetworkProxy for Proxy {
+    fn port(&self) -> Result<u16, String> {
+        self.0.get().map(dsh_netproxy::Proxy::port)
+    }
 }
 
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front

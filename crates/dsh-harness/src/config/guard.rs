@@ -4,7 +4,10 @@
 //! ```toml
 //! [sandbox]
 //! mode = "workspace-write"        # read-only | workspace-write | danger-full-access
-//! network = true                  # false: no TCP connect or bind, loopback included
+//! network = true                  # false: no TCP connect or bind, loopback included;
+//!                                 # "allowlist": only through dsh's proxy, to these hosts:
+//! allowed_domains = ["@registries", "api.example.com", "*.example.org"]
+//! denied_domains = ["upload.example.org"]   # deny wins
 //! writable_roots = ["~/.cache/x"] # extra directories commands may write
 //! protect = "best-effort"         # or "require": refuse what cannot keep .git/.dsh read-only
 //! namespaces = true               # false: Landlock and seccomp alone, even where namespaces work
@@ -21,6 +24,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use dsh_guard::{ApprovalPolicy, LandlockProbe, Rule, Rules, SandboxMode};
+use dsh_netproxy::DomainPolicy;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -32,11 +36,33 @@ use crate::error::{ConfigError, config_bail};
 #[serde(deny_unknown_fields)]
 pub(super) struct FileSandbox {
     mode: Option<Spanned<String>>,
-    network: Option<bool>,
+    network: Option<Spanned<FileNetwork>>,
+    allowed_domains: Option<Vec<Spanned<String>>>,
+    denied_domains: Option<Vec<Spanned<String>>>,
     writable_roots: Option<Vec<String>>,
     protect: Option<Spanned<String>>,
     namespaces: Option<bool>,
     min_abi: Option<u32>,
+}
+
+/// `network = true | false | "allowlist"` as written.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileNetwork {
+    On(bool),
+    Named(String),
+}
+
+/// `network = "allowlist"`: commands reach the network only through dsh's proxy, which lets
+/// them reach the hosts these lists allow.
+#[derive(Clone, Debug)]
+pub struct NetworkAllowlist {
+    /// `allowed_domains` as written (the preset by its name).
+    pub allowed: Vec<String>,
+    /// `denied_domains` as written.
+    pub denied: Vec<String>,
+    /// Both, parsed: what the proxy decides by.
+    pub policy: DomainPolicy,
 }
 
 /// `[permissions]` as written.
@@ -59,8 +85,10 @@ pub use dsh_guard::Protect;
 pub struct GuardSettings {
     /// The sandbox mode.
     pub sandbox: Sourced<SandboxMode>,
-    /// Whether commands reach the network.
+    /// Whether commands reach the network (true in allow-list mode too: through the proxy).
     pub network: Sourced<bool>,
+    /// With `network = "allowlist"`, the hosts commands may reach through the proxy.
+    pub allowlist: Option<NetworkAllowlist>,
     /// Extra writable directories (`~` expanded).
     pub writable_roots: Sourced<Vec<PathBuf>>,
     /// What to do about `.git`/`.dsh` without a mount namespace.
@@ -92,6 +120,7 @@ pub(super) fn resolve(
     text: &str,
 ) -> Result<GuardSettings, ConfigError> {
     let at = |span: std::ops::Range<usize>| located(path, text, span.start);
+    let (network, allowlist) = network(&sandbox, path, text)?;
     let mode = match (flags.sandbox, sandbox.mode) {
         (Some(mode), _) => Sourced::new(mode, Source::Flag("--sandbox")),
         (None, Some(mode)) => match mode.get_ref().parse::<SandboxMode>() {
@@ -99,10 +128,6 @@ pub(super) fn resolve(
             Err(e) => config_bail!("invalid config file {}: sandbox.mode: {e}", at(mode.span())),
         },
         (None, None) => Sourced::new(SandboxMode::default(), Source::Default),
-    };
-    let network = match sandbox.network {
-        Some(on) => Sourced::new(on, Source::File),
-        None => Sourced::new(true, Source::Default),
     };
     let writable_roots = match sandbox.writable_roots {
         Some(roots) => Sourced::new(roots.iter().map(|r| expand_home(r)).collect(), Source::File),
@@ -163,6 +188,7 @@ pub(super) fn resolve(
     Ok(GuardSettings {
         sandbox: mode,
         network,
+        allowlist,
         writable_roots,
         protect,
         namespaces,
@@ -170,6 +196,77 @@ pub(super) fn resolve(
         approval,
         rules,
     })
+}
+
+/// `network`, and with `"allowlist"` the domain lists (an entry that is not a host name, or a
+/// list without the allow-list, is an error at `file:line:column`).
+fn network(
+    sandbox: &FileSandbox,
+    path: &Path,
+    text: &str,
+) -> Result<(Sourced<bool>, Option<NetworkAllowlist>), ConfigError> {
+    let listed = sandbox.allowed_domains.is_some() || sandbox.denied_domains.is_some();
+    let on = match sandbox.network.as_ref().map(|n| (n.get_ref(), n.span())) {
+        None => None,
+        Some((FileNetwork::On(on), _)) => Some(*on),
+        Some((FileNetwork::Named(name), _)) if name == "allowlist" => {
+            let mut allowlist = NetworkAllowlist {
+                allowed: Vec::new(),
+                denied: Vec::new(),
+                policy: DomainPolicy::default(),
+            };
+            for (key, list) in [
+                ("allowed_domains", &sandbox.allowed_domains),
+                ("denied_domains", &sandbox.denied_domains),
+            ] {
+                for entry in list.iter().flatten() {
+                    let raw = entry.get_ref();
+                    let added = if key == "allowed_domains" {
+                        allowlist.allowed.push(raw.clone());
+                        allowlist.policy.allow(raw)
+                    } else {
+                        allowlist.denied.push(raw.clone());
+                        allowlist.policy.deny(raw)
+                    };
+                    if let Err(e) = added {
+                        // The span starts at the opening quote.
+                        config_bail!(
+                            "invalid config file {}: sandbox.{key}: bad entry {raw:?}: {e}",
+                            located(path, text, entry.span().start + 1 + e.offset)
+                        );
+                    }
+                }
+            }
+            return Ok((Sourced::new(true, Source::File), Some(allowlist)));
+        }
+        Some((FileNetwork::Named(other), span)) => config_bail!(
+            "invalid config file {}: sandbox.network: expected true, false or \"allowlist\", \
+             got {other:?}",
+            located(path, text, span.start)
+        ),
+    };
+    if listed {
+        let span = sandbox
+            .allowed_domains
+            .iter()
+            .chain(&sandbox.denied_domains)
+            .flatten()
+            .map(|e| e.span().start)
+            .min()
+            .unwrap_or(0);
+        config_bail!(
+            "invalid config file {}: sandbox.allowed_domains and denied_domains apply only with \
+             `network = \"allowlist\"`",
+            located(path, text, span)
+        );
+    }
+    Ok((
+        match on {
+            Some(on) => Sourced::new(on, Source::File),
+            None => Sourced::new(true, Source::Default),
+        },
+        None,
+    ))
 }
 
 /// `~/x` → `$HOME/x`.
@@ -192,11 +289,31 @@ pub(super) fn render(out: &mut String, guard: &GuardSettings, probe: &dyn Landlo
         format!("mode = {}", q(guard.sandbox.value.as_str())),
         &guard.sandbox.source,
     );
-    line(
-        out,
-        format!("network = {}", guard.network.value),
-        &guard.network.source,
-    );
+    match &guard.allowlist {
+        None => line(
+            out,
+            format!("network = {}", guard.network.value),
+            &guard.network.source,
+        ),
+        Some(list) => {
+            line(
+                out,
+                "network = \"allowlist\"".to_owned(),
+                &guard.network.source,
+            );
+            for (key, entries) in [
+                ("allowed_domains", &list.allowed),
+                ("denied_domains", &list.denied),
+            ] {
+                let quoted: Vec<String> = entries.iter().map(|e| q(e)).collect();
+                line(
+                    out,
+                    format!("{key} = [{}]", quoted.join(", ")),
+                    &guard.network.source,
+                );
+            }
+        }
+    }
     let roots: Vec<String> = guard
         .writable_roots
         .value
@@ -255,6 +372,81 @@ pub(super) fn render(out: &mut String, guard: &GuardSettings, probe: &dyn Landlo
         for rule in rules {
             let origin = rule.origin.as_deref().unwrap_or("file");
             line(out, format!("{key} += {}", q(rule.text())), &origin);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dsh_netproxy::Decision;
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<GuardSettings, ConfigError> {
+        #[derive(Deserialize)]
+        struct File {
+            sandbox: FileSandbox,
+        }
+        let file: File = toml::from_str(text).unwrap();
+        resolve(
+            file.sandbox,
+            FilePermissions::default(),
+            &Overrides::default(),
+            Path::new("/c.toml"),
+            text,
+        )
+    }
+
+    #[test]
+    fn the_allowlist_mode_reads_both_lists_and_the_preset() {
+        let settings = parse(
+            "[sandbox]\nnetwork = \"allowlist\"\n\
+             allowed_domains = [\"@registries\", \"*.corp.test\"]\n\
+             denied_domains = [\"x.corp.test\"]\n",
+        )
+        .unwrap();
+        assert!(settings.network.value);
+        let list = settings.allowlist.unwrap();
+        assert_eq!(list.allowed, ["@registries", "*.corp.test"]);
+        assert_eq!(
+            list.policy.decide("crates.io"),
+            Decision::Allowed { exact: false }
+        );
+        assert!(matches!(
+            list.policy.decide("x.corp.test"),
+            Decision::Denied(_)
+        ));
+        assert_eq!(list.policy.decide("example.com"), Decision::NotListed);
+        let on = parse("[sandbox]\nnetwork = false\n").unwrap();
+        assert!(!on.network.value && on.allowlist.is_none());
+    }
+
+    #[test]
+    fn network_mistakes_are_reported_at_file_line_column() {
+        let cases = [
+            (
+                "[sandbox]\nnetwork = \"some\"\n",
+                "/c.toml:2:11: sandbox.network: expected true, false or \"allowlist\"",
+            ),
+            (
+                "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"ok.io\", \"https://x.io\"]\n",
+                "/c.toml:3:35: sandbox.allowed_domains: bad entry \"https://x.io\": a host name, \
+                 not a URL",
+            ),
+            (
+                "[sandbox]\nnetwork = \"allowlist\"\ndenied_domains = [\"@nope\"]\n",
+                "/c.toml:3:20: sandbox.denied_domains: bad entry \"@nope\": unknown preset",
+            ),
+            (
+                "[sandbox]\nnetwork = true\nallowed_domains = [\"a.io\"]\n",
+                "/c.toml:3:20: sandbox.allowed_domains and denied_domains apply only with",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}\n→ {err}");
         }
     }
 }

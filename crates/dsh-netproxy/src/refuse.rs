@@ -1,0 +1,73 @@
+//! The answer to a refused request: HTTP 403 with a body that names the host and the config
+//! key to change, so the command's output tells the model (and the person) what happened.
+
+use crate::domain::Decision;
+
+/// Why the proxy refused a host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// In `denied_domains`.
+    #[error("{host} is denied by `[sandbox] denied_domains` (entry {entry:?})")]
+    Denied {
+        /// The host asked for.
+        host: String,
+        /// The entry that matched.
+        entry: String,
+    },
+    /// Not in `allowed_domains`.
+    #[error("{host} is not in `[sandbox] allowed_domains`")]
+    NotListed {
+        /// The host asked for.
+        host: String,
+    },
+    /// Resolves to (or is) a private, loopback or link-local address and was not allowed by
+    /// its exact name.
+    #[error(
+        "{host} resolves to {address}, which is this machine or a private network; only a \
+         name listed exactly in `[sandbox] allowed_domains` (no wildcard) may reach one"
+    )]
+    Private {
+        /// The host asked for.
+        host: String,
+        /// The private address.
+        address: std::net::IpAddr,
+    },
+}
+
+impl Refusal {
+    /// The refusal for a decision that did not allow `host`, if it did not.
+    pub(crate) fn of(host: &str, decision: &Decision) -> Option<Refusal> {
+        match decision {
+            Decision::Allowed { .. } => None,
+            Decision::Denied(entry) => Some(Refusal::Denied {
+                host: host.to_owned(),
+                entry: entry.clone(),
+            }),
+            Decision::NotListed => Some(Refusal::NotListed {
+                host: host.to_owned(),
+            }),
+        }
+    }
+
+    /// The host refused.
+    pub fn host(&self) -> &str {
+        match self {
+            Refusal::Denied { host, .. }
+            | Refusal::NotListed { host }
+            | Refusal::Private { host, .. } => host,
+        }
+    }
+
+    /// The whole HTTP response: 403, `x-proxy-error: blocked-by-allowlist` (Codex's header,
+    /// so tools that know it recognise it), and a one-line body.
+    pub(crate) fn response(&self) -> Vec<u8> {
+        let body = format!("[sandbox] network: blocked {}: {self}\n", self.host());
+        format!(
+            "HTTP/1.1 403 Forbidden\r\nx-proxy-error: blocked-by-allowlist\r\n\
+             content-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+}

@@ -147,3 +147,30 @@ fn read_image_shows_a_vision_model_the_file_and_is_not_offered_to_others() {
     );
     assert!(!tools.contains("read_image"), "{tools}");
 }
+
+#[test]
+fn the_request_prefix_stays_byte_identical_with_an_image_in_the_history() {
+    let w = World::new();
+    with_vision(&w);
+    let pic = picture(&w);
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "bash",
+            &json!({"command": "echo looked"}).to_string(),
+        ))
+        .push(MockResponse::text("Done."));
+    let out = w.output(&["run", "--image", pic.to_str().unwrap(), "look"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let requests = w.server.requests();
+    let first = requests[0].messages();
+    let second = requests[1].messages();
+    // The second request repeats the first byte for byte (the image read back from the
+    // store encodes the same), then adds the step: the provider's prompt cache can serve it.
+    assert_eq!(
+        serde_json::to_string(first).unwrap(),
+        serde_json::to_string(&second[..first.len()]).unwrap()
+    );
+    assert!(second.len() > first.len());
+    assert_eq!(requests[0].body["tools"], requests[1].body["tools"]);
+}

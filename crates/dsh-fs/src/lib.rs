@@ -26,5 +26,5 @@ pub use beneath::{Place, Resolver, Root, write_atomic_in};
 pub use placed::{
     Oversize, PlacedError, PlacedFile, READ_DEADLINE, append_placed, check_placed, read_placed,
 };
-pub use private::PrivateDir;
+pub use private::{PrivateDir, sweep_dead};
 pub use trust::{TRUST_FILE, Trust, TrustRecord, content_hash};

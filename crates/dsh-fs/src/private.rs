@@ -127,6 +127,37 @@ impl PrivateDir {
     }
 }
 
+/// Removes the private directories under `base` whose names say they belong to a process
+/// (`PREFIX-PID-…`) that no longer runs: a dsh that was killed runs no destructor, and its
+/// spills would otherwise stay forever. A directory of a live process, or one whose pid was
+/// reused, is kept; so is anything not named like ours. Returns how many were removed.
+pub fn sweep_dead(base: &std::path::Path, prefixes: &[&str]) -> usize {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let pid = prefixes.iter().find_map(|prefix| {
+            let rest = name.strip_prefix(prefix)?.strip_prefix('-')?;
+            rest.split('-').next()?.parse::<i32>().ok()
+        });
+        let Some(pid) = pid.filter(|p| *p > 0) else {
+            continue;
+        };
+        let alive = !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !alive && is_dir && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// An unpredictable number for a file name (from the kernel's random source).
 fn random_u64() -> u64 {
     use std::io::Read as _;
@@ -140,4 +171,39 @@ fn random_u64() -> u64 {
         return nanos as u64;
     }
     u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn sweeping_removes_only_directories_of_processes_that_are_gone() {
+        let base = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let mine = std::process::id();
+        for name in [
+            format!("dsh-results-{gone}-abc"),
+            format!("dsh-shell-{gone}-def"),
+            format!("dsh-results-{mine}-ghi"),
+            format!("other-{gone}-x"),
+        ] {
+            std::fs::create_dir(base.path().join(&name)).unwrap();
+            std::fs::write(base.path().join(name).join("f.txt"), "x").unwrap();
+        }
+        assert_eq!(sweep_dead(base.path(), &["dsh-results", "dsh-shell"]), 2);
+        let mut left: Vec<String> = std::fs::read_dir(base.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [format!("dsh-results-{mine}-ghi"), format!("other-{gone}-x")]
+        );
+    }
 }

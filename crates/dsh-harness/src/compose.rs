@@ -197,6 +197,9 @@ impl Harness {
             scratch_dir: Some(settings.home.value.join("scratch")),
             ..ShellConfig::default()
         };
+        // What a killed dsh left in the scratch directory goes first (it ran no destructor).
+        let scratch = settings.home.value.join("scratch");
+        dsh_fs::sweep_dead(&scratch, &["dsh-shell", "dsh-results"]);
         // Every tool's oversized result is cut, the whole kept beside the commands' spills.
         ctx.provide(Arc::new(dsh_tools::ResultSpill::new(Some(
             settings.home.value.join("scratch"),

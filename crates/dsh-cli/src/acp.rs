@@ -112,21 +112,7 @@ pub fn main(mut settings: Settings, flags: Overrides, auto_approve: bool) -> i32
     if let Err(e) = settings.check_credentials(&process_env) {
         return unconfigured::main(&e.into());
     }
-    let runtime = match crate::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let code = runtime.block_on(async move {
-        let mut signals = match Signals::install() {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("dsh: cannot install signal handlers: {e}");
-                return 1;
-            }
-        };
+    crate::serve(|mut signals: Signals| async move {
         let guard_policy = settings.guard.approval_or(dsh_guard::ApprovalPolicy::Ask);
         let editor_terminals =
             settings.guard.sandbox.value == dsh_guard::SandboxMode::DangerFullAccess;
@@ -170,10 +156,5 @@ pub fn main(mut settings: Settings, flags: Overrides, auto_approve: bool) -> i32
         // ran out of time) is stopped, drained and flushed by the loop's shutdown.
         harness.shutdown_by(deadline).await;
         code
-    });
-    // The runtime reads stdin on a blocking thread that nothing can interrupt: after a signal
-    // the editor may still hold the pipe open, and waiting for that read would keep dsh alive.
-    // Everything durable is done by now, so leave that thread behind.
-    runtime.shutdown_background();
-    code
+    })
 }

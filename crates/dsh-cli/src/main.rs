@@ -165,6 +165,35 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Runs a server front end (`dsh acp`, `dsh web`) on a fresh runtime with dsh's signal
+/// handlers: `body` gets the signals and returns the exit status. The runtime is then left
+/// with `shutdown_background`: stdin and socket reads sit on blocking threads nothing can
+/// interrupt (an editor may hold the pipe open after a signal), and everything durable is
+/// done by the time `body` returns.
+pub(crate) fn serve<F>(body: impl FnOnce(signals::Signals) -> F) -> i32
+where
+    F: std::future::Future<Output = i32>,
+{
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(async move {
+        match signals::Signals::install() {
+            Ok(signals) => body(signals).await,
+            Err(e) => {
+                eprintln!("dsh: cannot install signal handlers: {e}");
+                1
+            }
+        }
+    });
+    runtime.shutdown_background();
+    code
+}
+
 /// The session a chat (line or full-screen) or a run opens: `--resume REF`, `-c`, or a new one.
 pub(crate) fn reference(resume: Option<String>, continue_last: bool) -> SessionReference {
     match (resume, continue_last) {

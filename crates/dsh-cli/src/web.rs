@@ -44,21 +44,7 @@ pub fn main(settings: Settings, flags: Overrides, cwd: Option<PathBuf>, args: &W
             None
         }
     };
-    let runtime = match crate::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let code = runtime.block_on(async move {
-        let mut signals = match Signals::install() {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("dsh: cannot install signal handlers: {e}");
-                return 1;
-            }
-        };
+    crate::serve(|mut signals: Signals| async move {
         let guard_policy = settings.guard.approval_or(dsh_guard::ApprovalPolicy::Ask);
         let options = HarnessOptions::new(FrontEnd::Editor).with_flags(flags);
         let harness = match Harness::start(settings, options).await {
@@ -104,9 +90,7 @@ pub fn main(settings: Settings, flags: Overrides, cwd: Option<PathBuf>, args: &W
         let (code, deadline) = serve_until_signal(&mut signals, served).await;
         harness.shutdown_by(deadline).await;
         code
-    });
-    runtime.shutdown_background();
-    code
+    })
 }
 
 /// Prints where to open the UI. Stdout, not the log: the token is for the person.

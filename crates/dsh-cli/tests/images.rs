@@ -174,3 +174,16 @@ fn the_request_prefix_stays_byte_identical_with_an_image_in_the_history() {
     assert!(second.len() > first.len());
     assert_eq!(requests[0].body["tools"], requests[1].body["tools"]);
 }
+
+#[test]
+fn a_fifo_given_as_an_image_is_refused_instead_of_waiting_for_a_writer() {
+    let w = World::new();
+    with_vision(&w);
+    let fifo = w.cwd.path().join("pipe.png");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = w.output(&["run", "--image", fifo.to_str().unwrap(), "look"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("pipe.png") && err.contains("FIFO"), "{err}");
+    assert!(w.server.requests().is_empty());
+}

@@ -3,7 +3,6 @@
 //! `read_image` tool takes, so every front end sends what the others would.
 
 use std::path::Path;
-
 use std::sync::Arc;
 
 use dsh_agent::{AgentRegistry, ImageRefused, PromptImages};
@@ -88,8 +87,9 @@ impl Harness {
             .map_err(HarnessError::Image)
     }
 
-    /// [`Harness::attach_image`] for files, read whole (at most `dsh_images::MAX_INPUT_BYTES`
-    /// each); errors name the path. All are checked before the first is stored.
+    /// [`Harness::attach_image`] for files, read with `dsh_images::read_file` (a FIFO or
+    /// device is refused, at most `dsh_images::MAX_INPUT_BYTES` each); errors name the path.
+    /// All are read and checked before the first is stored.
     pub fn attach_image_files(
         &self,
         session: &SessionId,
@@ -99,17 +99,8 @@ impl Harness {
         for path in paths {
             let path = path.as_ref();
             let label = path.display().to_string();
-            let len = std::fs::metadata(path)
-                .map_err(|e| HarnessError::Image(format!("{label}: {e}")))?
-                .len();
-            if len > dsh_images::MAX_INPUT_BYTES as u64 {
-                return Err(HarnessError::Image(format!(
-                    "{label}: {}",
-                    dsh_images::ImageError::TooLarge(len as usize)
-                )));
-            }
             let bytes =
-                std::fs::read(path).map_err(|e| HarnessError::Image(format!("{label}: {e}")))?;
+                dsh_images::read_file(path).map_err(|e| HarnessError::Image(e.to_string()))?;
             if dsh_session::image_media_type(&bytes).is_none() {
                 return Err(HarnessError::Image(format!(
                     "{label}: {}",

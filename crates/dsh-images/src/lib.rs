@@ -8,6 +8,7 @@
 //! result once in the attachment store, returning the reference events carry.
 
 use std::io::Cursor;
+use std::path::Path;
 
 use dsh_session::{AttachmentError, Attachments, ImageRef, image_media_type};
 use image::{ImageFormat, ImageReader};
@@ -37,6 +38,24 @@ pub enum ImageError {
     /// Storing it failed.
     #[error(transparent)]
     Store(#[from] AttachmentError),
+    /// The file is missing, not a regular file, too large or unreadable (the text names it).
+    #[error("{0}")]
+    File(String),
+}
+
+/// The bytes of the image file at `path`, read the way dsh reads files it was pointed at
+/// (`dsh_fs::read_placed`): a FIFO or device is refused instead of blocking, at most
+/// [`MAX_INPUT_BYTES`] are read, within a deadline. `read_image`, `dsh run --image` and the
+/// terminal UI's `@shot.png` all read through it.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, ImageError> {
+    match dsh_fs::read_placed(path, MAX_INPUT_BYTES as u64, dsh_fs::Oversize::Refuse) {
+        Ok(Some(file)) => Ok(file.bytes),
+        Ok(None) => Err(ImageError::File(format!(
+            "{}: no such file",
+            path.display()
+        ))),
+        Err(e) => Err(ImageError::File(e.to_string())),
+    }
 }
 
 /// An image ready for a model: stored, with what was done to it.

@@ -1,8 +1,5 @@
 //! The `read_image` tool: shows a vision model an image file from the workspace.
 
-use std::io::Read;
-use std::path::Path;
-
 use async_trait::async_trait;
 use dsh_kernel::Context;
 use dsh_session::{Attachments, ContentBlock};
@@ -41,31 +38,6 @@ impl ReadImageTool {
     pub fn new(ctx: Context) -> Self {
         Self { ctx }
     }
-}
-
-/// The file's bytes: a regular file (a FIFO or device would block or never end), at most
-/// [`dsh_images::MAX_INPUT_BYTES`] of it.
-fn read_file(path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| ToolError::new(format!("cannot open {shown}: {e}")))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
-    if !meta.is_file() {
-        return Err(ToolError::new(format!("{shown} is not a regular file")));
-    }
-    let limit = dsh_images::MAX_INPUT_BYTES as u64;
-    if meta.len() > limit {
-        return Err(ToolError::new(format!(
-            "{shown} is {} bytes; read_image reads images of at most {limit} bytes",
-            meta.len()
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
-    Ok(bytes)
 }
 
 #[async_trait]
@@ -107,7 +79,8 @@ impl TypedTool for ReadImageTool {
         let attached = {
             let shown = shown.clone();
             off_thread("read_image", Some(call.cancel()), move || {
-                let bytes = read_file(&path, &shown)?;
+                let bytes =
+                    dsh_images::read_file(&path).map_err(|e| ToolError::new(e.to_string()))?;
                 dsh_images::attach(store.as_ref(), &bytes)
                     .map_err(|e| ToolError::new(format!("{shown}: {e}")))
             })

@@ -65,13 +65,6 @@ impl PromptImages for ImageGate {
 }
 
 impl Harness {
-    /// Whether `session`'s model reads images: its catalogue row, or `[models."ID"] vision`
-    /// for a model the table does not know. A new session (an id no agent has) answers for
-    /// the configured model.
-    pub fn reads_images(&self, session: &SessionId) -> bool {
-        self.policy(session).model.vision
-    }
-
     /// An image block for a message to `session`, from `bytes` (`label` names them in
     /// errors: a file name, "the pasted image"). Refused before anything is stored when the
     /// session's model reads no images: sending the model a line in place of the picture the

@@ -166,7 +166,6 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let spill = ResultSpill::new(Some(base.path().to_path_buf())).with_limit(4096);
         let whole = lines(2_000);
-        let image = ContentBlock::text("placeholder");
         let out = spill.apply(
             "mcp__srv__dump/all",
             vec![ContentBlock::text(whole.clone())],
@@ -200,7 +199,6 @@ mod tests {
         // Whole lines at both ends.
         let head_end = text.find("\n\n[…").unwrap();
         assert!(text[..head_end].ends_with('\n') || text[..head_end].ends_with('✓'));
-        drop(image);
     }
 
     #[test]

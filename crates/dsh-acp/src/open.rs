@@ -61,22 +61,31 @@ pub(crate) async fn publish_or_dispose(
 /// and at least one event, so without it a session never prompted would have no file.
 pub(crate) const CREATED_EVENT: &str = "acp/session-created";
 
-/// Makes a fresh session durable before its id is handed out, so the editor can load it after
-/// a restart even if it was never prompted. Without persistence there is nothing to do.
-async fn persist_created(bridge: &Bridge, handle: &dsh_agent::AgentHandle) -> Result<(), Error> {
+/// Marks a fresh session for the disk, so the editor can load it after a restart even if it
+/// was never prompted. Without persistence there is nothing to do.
+///
+/// The event is only appended, not flushed: the store's write-behind publishes the file within
+/// its batching window, together with whatever else is pending, and off the request path. A
+/// `session/new` that waited for its own file (a write and two syncs) cost milliseconds each
+/// and kept 10,000 sessions from being created in seconds; a session whose creation has not
+/// reached the disk yet is lost by a crash exactly like a prompt not yet flushed, and
+/// teardown (close, disconnect, a signal) drains it.
+fn mark_created(bridge: &Bridge, handle: &dsh_agent::AgentHandle) -> Result<(), Error> {
     if bridge.ctx.get::<dyn Persistence>().is_none() {
         return Ok(());
     }
-    let session = handle.agent().session();
-    let failed = |e: &dyn std::error::Error| internal(format!("cannot save the new session: {e}"));
     // Ignorable: the conversation does not depend on it, so any reader may skip it.
     let mut draft = EventDraft::new(EventKind::other(
         CREATED_EVENT,
         serde_json::json!({ "via": "session/new" }),
     ));
     draft.ignorable = true;
-    session.append_draft(draft).map_err(|e| failed(&e))?;
-    bridge.store.flush(session).await.map_err(|e| failed(&e))
+    handle
+        .agent()
+        .session()
+        .append_draft(draft)
+        .map(drop)
+        .map_err(|e| internal(format!("cannot save the new session: {e}")))
 }
 
 /// Creates a session: a new agent whose id is the ACP `sessionId`, working in `cwd`, persisted
@@ -127,7 +136,7 @@ pub(crate) async fn new_session(
         )
         .await
         .map_err(|e| internal(format!("cannot create the session: {}", chain(&e))))?;
-    if let Err(e) = persist_created(&bridge, &handle).await {
+    if let Err(e) = mark_created(&bridge, &handle) {
         handle.dispose().await;
         return Err(e);
     }

@@ -54,11 +54,7 @@ async fn a_session_never_prompted_can_be_loaded_after_a_restart() {
     let mut second = spawn_in(&bin, &server, home, Launch::default()).await;
     let conn = second.conn();
     conn.initialize().await;
-    conn.cx
-        .send_request(LoadSessionRequest::new(id.clone(), conn.cwd.clone()))
-        .block_task()
-        .await
-        .unwrap();
+    conn.load(&id).await.unwrap();
     // And it is a working session.
     server.push(MockResponse::text("hello again"));
     assert_eq!(
@@ -79,11 +75,7 @@ async fn loading_a_session_live_in_this_connection_replays_its_history() {
     let id = conn.session().await;
     conn.prompt_now(&id, "ping").await.unwrap();
     conn.received();
-    conn.cx
-        .send_request(LoadSessionRequest::new(id.clone(), conn.cwd.clone()))
-        .block_task()
-        .await
-        .unwrap();
+    conn.load(&id).await.unwrap();
     let replay: Vec<(&str, String)> = conn
         .received()
         .iter()

@@ -14,6 +14,10 @@ use futures::FutureExt;
 
 use crate::instructions;
 
+/// Skill and command discoveries running at once in the process (each on a blocking thread).
+/// Never closed.
+static DISCOVERIES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
 /// What a session's agent is set up with, beyond its route.
 #[derive(Clone, Debug, Default)]
 pub struct AgentSpec {
@@ -45,9 +49,16 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
                 let places = Places::for_workspace(cwd, home.clone(), user_home.clone());
                 // Found once, when the session starts: the list is part of the prompt's
                 // stable prefix, so a change shows in the next session, never mid-session.
+                // A few at a time: an editor opening hundreds of sessions at once would
+                // otherwise hold a blocking thread for each.
+                let permit = DISCOVERIES
+                    .acquire()
+                    .await
+                    .map_err(|e| format!("finding skills failed: {e}"))?;
                 let catalog = tokio::task::spawn_blocking(move || Catalog::discover(&places))
                     .await
                     .map_err(|e| format!("finding skills failed: {e}"))?;
+                drop(permit);
                 // Front ends that open sessions through the harness say these once
                 // (`OpenedSession::notices`); the log has them for the others.
                 for problem in catalog.problems() {

@@ -81,12 +81,41 @@ type DefaultFn<E> = Box<
 >;
 
 struct Listener<F: ?Sized> {
+    /// Registration order (the bus' counter).
     id: u64,
-    tag: Option<ScopeTag>,
     f: Box<F>,
 }
 
 type List<F> = Arc<Vec<Arc<Listener<F>>>>;
+
+/// The listeners of one event type. Tagged listeners are filed under their tag, so a dispatch
+/// looks at the untagged ones and at those of its carrier's ancestry only, and a registration
+/// copies only its own tag's list: with thousands of agents (an editor's sessions), each with
+/// its own scoped listeners, neither grows with the number of agents.
+struct Table<F: ?Sized> {
+    untagged: List<F>,
+    /// By [`ScopeTag::id`] (unique per tag, so equal ids are the same tag). A list that becomes
+    /// empty is removed.
+    tagged: HashMap<u64, List<F>>,
+}
+
+impl<F: ?Sized> Default for Table<F> {
+    fn default() -> Self {
+        Self {
+            untagged: Arc::default(),
+            tagged: HashMap::new(),
+        }
+    }
+}
+
+impl<F: ?Sized> Table<F> {
+    fn list_mut(&mut self, tag: Option<u64>) -> &mut List<F> {
+        match tag {
+            None => &mut self.untagged,
+            Some(id) => self.tagged.entry(id).or_default(),
+        }
+    }
+}
 
 /// The listener tables. One per [`crate::Context`] tree.
 #[derive(Default)]
@@ -97,13 +126,6 @@ pub struct EventBus {
 
 /// Removes one listener from the bus; held by the registration and by its scope effect.
 pub(crate) type Remover = Arc<dyn Fn() + Send + Sync>;
-
-fn admits(listener: Option<&ScopeTag>, carrier: Option<&ScopeTag>) -> bool {
-    match listener {
-        None => true,
-        Some(l) => carrier.is_some_and(|c| c.is_within(l)),
-    }
-}
 
 fn panicked(event: &str) -> BoxError {
     format!("listener of `{event}` panicked").into()
@@ -117,14 +139,16 @@ impl EventBus {
         f: Box<F>,
     ) -> Remover {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let listener = Arc::new(Listener { id, tag, f });
+        let tag_id = tag.as_ref().map(ScopeTag::id);
+        let listener = Arc::new(Listener { id, f });
         {
             let mut lists = self.lists.write();
             let slot = lists
                 .entry(key)
-                .or_insert_with(|| Box::new(List::<F>::default()));
-            if let Some(list) = slot.downcast_mut::<List<F>>() {
+                .or_insert_with(|| Box::new(Table::<F>::default()));
+            if let Some(table) = slot.downcast_mut::<Table<F>>() {
                 // Copy-on-write: dispatchers iterate a snapshot without holding the lock.
+                let list = table.list_mut(tag_id);
                 let mut next = (**list).clone();
                 next.push(listener);
                 *list = Arc::new(next);
@@ -134,36 +158,76 @@ impl EventBus {
         Arc::new(move || {
             let Some(bus) = bus.upgrade() else { return };
             let mut lists = bus.lists.write();
-            if let Some(list) = lists
+            let Some(table) = lists
                 .get_mut(&key)
-                .and_then(|b| b.downcast_mut::<List<F>>())
-                && list.iter().any(|l| l.id == id)
-            {
+                .and_then(|b| b.downcast_mut::<Table<F>>())
+            else {
+                return;
+            };
+            let list = match tag_id {
+                None => &mut table.untagged,
+                Some(t) => match table.tagged.get_mut(&t) {
+                    Some(list) => list,
+                    None => return,
+                },
+            };
+            if list.iter().any(|l| l.id == id) {
                 let next: Vec<_> = list.iter().filter(|l| l.id != id).cloned().collect();
-                *list = Arc::new(next);
+                if next.is_empty()
+                    && let Some(t) = tag_id
+                {
+                    table.tagged.remove(&t);
+                } else {
+                    *list = Arc::new(next);
+                }
             }
         })
     }
 
+    /// The listeners that hear an event carried by `carrier`, in registration order: the
+    /// untagged ones and those filed under the carrier or one of its ancestors.
     fn admitted<F: ?Sized + Send + Sync + 'static>(
         &self,
         key: TypeId,
         carrier: Option<&ScopeTag>,
     ) -> Vec<Arc<Listener<F>>> {
-        let snapshot = self
-            .lists
-            .read()
-            .get(&key)
-            .and_then(|b| b.downcast_ref::<List<F>>())
-            .cloned();
-        snapshot
-            .map(|list| {
-                list.iter()
-                    .filter(|l| admits(l.tag.as_ref(), carrier))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
+        let lists = self.lists.read();
+        let Some(table) = lists.get(&key).and_then(|b| b.downcast_ref::<Table<F>>()) else {
+            return Vec::new();
+        };
+        let mut admitted: Vec<Arc<Listener<F>>> = table.untagged.iter().cloned().collect();
+        let mut merged = !admitted.is_empty();
+        let mut unordered = false;
+        for tag in carrier.into_iter().flat_map(ScopeTag::chain) {
+            if let Some(list) = table.tagged.get(&tag.id()) {
+                unordered |= merged;
+                merged = true;
+                admitted.extend(list.iter().cloned());
+            }
+        }
+        drop(lists);
+        // Each list is in registration order (ids grow); merged, they must be too.
+        if unordered {
+            admitted.sort_unstable_by_key(|l| l.id);
+        }
+        admitted
+    }
+
+    /// Whether any listener hears an event carried by `carrier`.
+    fn any_admitted<F: ?Sized + Send + Sync + 'static>(
+        &self,
+        key: TypeId,
+        carrier: Option<&ScopeTag>,
+    ) -> bool {
+        let lists = self.lists.read();
+        let Some(table) = lists.get(&key).and_then(|b| b.downcast_ref::<Table<F>>()) else {
+            return false;
+        };
+        !table.untagged.is_empty()
+            || carrier
+                .into_iter()
+                .flat_map(ScopeTag::chain)
+                .any(|tag| table.tagged.contains_key(&tag.id()))
     }
 
     pub(crate) fn on_notification<E: Notification>(
@@ -286,9 +350,7 @@ impl EventBus {
     /// Whether a notification has any listener admitted for `carrier`, so an emitter can skip
     /// building an expensive payload nobody will read.
     pub fn has_listeners<E: Notification>(&self, carrier: Option<&ScopeTag>) -> bool {
-        !self
-            .admitted::<EmitFn<E::Payload>>(TypeId::of::<E>(), carrier)
-            .is_empty()
+        self.any_admitted::<EmitFn<E::Payload>>(TypeId::of::<E>(), carrier)
     }
 }
 
@@ -350,5 +412,41 @@ impl<E: Waterfall> Next<E> {
             }
             None => (self.default)(payload),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ping;
+    impl Notification for Ping {
+        const NAME: &'static str = "test/ping";
+        type Payload = ();
+    }
+
+    fn tagged_lists(bus: &EventBus) -> usize {
+        bus.lists
+            .read()
+            .get(&TypeId::of::<Ping>())
+            .and_then(|b| b.downcast_ref::<Table<EmitFn<()>>>())
+            .map_or(0, |t| t.tagged.len())
+    }
+
+    /// A scope that comes and goes (an editor session) leaves no empty list behind: a process
+    /// that opened and closed thousands of sessions does not keep a table entry for each.
+    #[test]
+    fn removing_a_tags_last_listener_drops_its_list() {
+        let bus = Arc::new(EventBus::default());
+        let tag = ScopeTag::new("session");
+        let first = bus.on_notification::<Ping>(Some(tag.clone()), Box::new(|()| Ok(())));
+        let second = bus.on_notification::<Ping>(Some(tag.clone()), Box::new(|()| Ok(())));
+        assert_eq!(tagged_lists(&bus), 1);
+        first();
+        assert_eq!(tagged_lists(&bus), 1, "one listener is left");
+        assert!(bus.any_admitted::<EmitFn<()>>(TypeId::of::<Ping>(), Some(&tag)));
+        second();
+        assert_eq!(tagged_lists(&bus), 0);
+        assert!(!bus.any_admitted::<EmitFn<()>>(TypeId::of::<Ping>(), Some(&tag)));
     }
 }

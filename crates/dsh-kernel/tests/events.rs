@@ -128,6 +128,43 @@ fn scoped_listener_hears_events_carried_by_descendants_only() {
     assert_eq!(*out.lock(), ["parent:up", "child:up", "parent:down"]);
 }
 
+/// Untagged, ancestor-tagged and carrier-tagged listeners are filed apart (so dispatch does not
+/// grow with the number of scopes); merged for a dispatch they still run in registration order,
+/// and the outermost waterfall listener is still the first registered.
+#[tokio::test]
+async fn listeners_filed_under_different_tags_run_in_registration_order() {
+    let root = Context::new();
+    let parent = ScopeTag::new("parent");
+    let child = ScopeTag::child_of(&parent, "child");
+    let pctx = root.tagged_child("p", parent.clone()).unwrap();
+    let cctx = root.tagged_child("c", child.clone()).unwrap();
+    let out = log();
+    for (n, ctx) in [
+        (1, &cctx),
+        (2, &root),
+        (3, &pctx),
+        (4, &cctx),
+        (5, &root),
+        (6, &pctx),
+    ] {
+        let o = out.clone();
+        let _ = ctx.on::<Ping>(move |_| push(&o, n.to_string())).unwrap();
+        let _ = ctx
+            .on_waterfall::<Decide, _>(move |mut seen, next| {
+                seen.push(n.to_string());
+                next.run(seen)
+            })
+            .unwrap();
+    }
+    cctx.emit::<Ping>(&String::new());
+    assert_eq!(*out.lock(), ["1", "2", "3", "4", "5", "6"]);
+    let chain = cctx
+        .waterfall::<Decide>(Vec::new(), |seen| async move { Ok(seen) }.boxed())
+        .await
+        .unwrap();
+    assert_eq!(chain, ["1", "2", "3", "4", "5", "6"]);
+}
+
 #[test]
 fn global_registration_through_a_tagged_context_hears_everything() {
     let root = Context::new();

@@ -25,6 +25,7 @@ use std::time::Duration;
 use dsh_session::{PersistenceError, Session, SessionId};
 use dsh_write_behind::{Sink, WriteBehind};
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 
 use crate::error::duplicate;
 use crate::fsync::FileOps;
@@ -44,6 +45,8 @@ pub(crate) struct TaskEnv {
     pub prev: Option<Arc<Writer>>,
     /// Called once when the task exits, before its close waiters learn the outcome.
     pub on_exit: OnExit,
+    /// The store's bound on writes in progress at once (see [`crate::store::MAX_CONCURRENT_WRITES`]).
+    pub writes: Arc<Semaphore>,
 }
 
 /// The write-behind controller of one live session and the file it writes.
@@ -63,6 +66,7 @@ fn task_failure(e: tokio::task::JoinError) -> PersistenceError {
 /// for `fdatasync`.
 struct FileSink {
     io: Arc<dyn FileOps>,
+    writes: Arc<Semaphore>,
     lock: Arc<Mutex<()>>,
     file: Arc<Mutex<SessionFile>>,
     on_durable: Option<DurableObserver>,
@@ -80,6 +84,17 @@ impl Sink for FileSink {
             self.file.clone(),
             session.clone(),
         );
+        // Waited for before the blocking task exists, so many sessions writing at once (10,000
+        // editor sessions publishing their files) queue here instead of growing the blocking
+        // pool to a thread each. The store never closes the semaphore.
+        let _permit = self
+            .writes
+            .acquire()
+            .await
+            .map_err(|e| PersistenceError::Io {
+                context: "the session writers' limit was closed".into(),
+                source: std::io::Error::other(e),
+            })?;
         let next = tokio::task::spawn_blocking(move || {
             let _exclusive = lock.lock();
             let mut file = file.lock();
@@ -150,6 +165,7 @@ impl Writer {
             lock,
             prev,
             on_exit,
+            writes,
         } = env;
         if let Some(prev) = prev {
             // The predecessor may still be draining into the same file.
@@ -158,6 +174,7 @@ impl Writer {
         let durable = self.file.lock().known_durable();
         let mut sink = FileSink {
             io,
+            writes,
             lock,
             file: self.file.clone(),
             on_durable,

@@ -24,6 +24,12 @@ use crate::{fork, list, load, locate, summary};
 /// short enough that a crash without a checkpoint loses little.
 pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(200);
 
+/// How many session writes (a file published or appended to, with its syncs) run at once on
+/// the blocking pool. Concurrent syncs share the file system's journal commits, so a few at a
+/// time publish thousands of new session files several times faster than one by one, while
+/// the bound keeps the pool from growing a thread per session when they all come due together.
+pub(crate) const MAX_CONCURRENT_WRITES: usize = 4;
+
 /// How many loaded-but-not-yet-resumed sessions the store remembers (see [`JsonlStore`]).
 const RESUME_MEMORY: usize = 64;
 
@@ -96,6 +102,8 @@ pub struct JsonlStore {
     retired: Mutex<HashMap<SessionId, Retired>>,
     resumes: Mutex<VecDeque<(SessionId, Resume)>>,
     locks: Mutex<HashMap<SessionId, Arc<Mutex<()>>>>,
+    /// Bounds the writes in progress ([`MAX_CONCURRENT_WRITES`]).
+    writes: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for JsonlStore {
@@ -132,6 +140,7 @@ impl JsonlStore {
             retired: Mutex::default(),
             resumes: Mutex::default(),
             locks: Mutex::default(),
+            writes: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_WRITES)),
         })
     }
 
@@ -242,6 +251,7 @@ impl JsonlStore {
                     store.release_writer(writer, retire);
                 }
             }),
+            writes: self.writes.clone(),
         };
         runtime.spawn(writer.clone().run(env));
         Ok(writer)

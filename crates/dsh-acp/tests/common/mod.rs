@@ -16,11 +16,11 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock as AcpBlock, CreateTerminalRequest,
     FileSystemCapabilities, InitializeRequest, InitializeResponse, KillTerminalRequest,
-    NewSessionRequest, PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest,
-    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TerminalOutputRequest, TextContent, WaitForTerminalExitRequest,
-    WriteTextFileRequest,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, PermissionOptionId, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, StopReason, TerminalOutputRequest, TextContent,
+    WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateElicitationResponse, ElicitationAcceptAction,
@@ -36,7 +36,7 @@ use dsh_kernel::Context;
 use dsh_session::{
     EventKind, Persistence, Session, SessionEvent, SessionId, TurnEndReason, check_balanced,
 };
-use dsh_store_jsonl::{JsonlPersistencePlugin, JsonlStore};
+use dsh_store_jsonl::{JsonlOptions, JsonlPersistencePlugin, JsonlStore};
 use dsh_testkit::ScriptedAdapter;
 use dsh_tools::{Tool, ToolCallContext, ToolEffects, ToolError, ToolOutput};
 use parking_lot::Mutex;
@@ -111,11 +111,20 @@ impl H {
         Self::build(true, None).await
     }
 
+    /// [`H::persistent`] with these store options (a file-operations double, say).
+    pub async fn persistent_with(options: JsonlOptions) -> H {
+        Self::build_with(Some(options), None).await
+    }
+
     async fn build(persistent: bool, retry: Option<dsh_llm::RetryPolicy>) -> H {
+        Self::build_with(persistent.then(JsonlOptions::default), retry).await
+    }
+
+    async fn build_with(store: Option<JsonlOptions>, retry: Option<dsh_llm::RetryPolicy>) -> H {
         let ctx = Context::new();
-        let store = if persistent {
+        let store = if let Some(store_options) = store {
             let dir = Arc::new(tempfile::tempdir().unwrap());
-            let store = JsonlStore::new(dir.path().join("sessions"));
+            let store = JsonlStore::with_options(dir.path().join("sessions"), store_options);
             std::mem::forget(
                 ctx.plugin(JsonlPersistencePlugin::new(store.clone()))
                     .await
@@ -440,6 +449,17 @@ impl Conn {
             .await
             .unwrap();
         response.session_id.0.to_string()
+    }
+
+    /// `session/load` of `session` in this client's workspace.
+    pub async fn load(&self, session: &str) -> Result<LoadSessionResponse, Error> {
+        self.cx
+            .send_request(LoadSessionRequest::new(
+                session.to_owned(),
+                self.cwd.clone(),
+            ))
+            .block_task()
+            .await
     }
 
     /// Sends a prompt; the returned task resolves with its answer.

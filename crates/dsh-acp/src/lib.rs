@@ -5,7 +5,8 @@
 //!
 //! - `initialize` (load, list and close supported; text and resource-link prompts),
 //!   `authenticate` (nothing to do), `session/new` (the ACP `sessionId` *is* the dsh session
-//!   id), `session/load` (resume, then replay the stored conversation), `session/list`,
+//!   id), `session/load` (resume, then replay the stored conversation), `session/resume`
+//!   (resume without the replay), `session/list`,
 //!   `session/close`, `session/set_mode` (`default` asks before mutating tools, `auto`,
 //!   `read-only`), `session/prompt` and `session/cancel`.
 //! - Streaming `session/update`s derived from the durable session log: message and thought
@@ -65,6 +66,7 @@ mod prompt;
 mod question;
 mod record;
 mod replay;
+mod resume;
 mod server;
 mod settle;
 mod teardown;

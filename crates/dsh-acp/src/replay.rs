@@ -1,4 +1,5 @@
-//! `session/load`: resume a stored session and replay its conversation before answering.
+//! `session/load`: resume a stored session and replay its conversation before answering (and
+//! the reattaching that `session/resume` shares, without the replay).
 //!
 //! The stored log is queued for replay during the resumed agent's unpublished setup, before
 //! its live listener exists and before it can commit anything, so the client sees the whole
@@ -9,7 +10,7 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse};
+use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse, McpServer};
 use agent_client_protocol::{Client, Error};
 use dsh_agent::ResumeAgentOptions;
 use dsh_session::{Persistence, PersistenceError, SessionId};
@@ -29,19 +30,60 @@ pub(crate) async fn load_session(
     request: LoadSessionRequest,
     conn: ConnectionTo<Client>,
 ) -> Result<LoadSessionResponse, Error> {
-    check_workspace(&request.cwd, request.additional_directories.len())?;
-    crate::mcp::configs(&request.mcp_servers)?;
-    let persistence = bridge.ctx.get::<dyn Persistence>().ok_or_else(|| {
-        internal("session/load needs session persistence, which is not configured")
-    })?;
+    let place = Place {
+        cwd: &request.cwd,
+        additional_directories: request.additional_directories.len(),
+        mcp_servers: &request.mcp_servers,
+    };
     let id = SessionId::new(&*request.session_id.0);
-    if let Some(record) = bridge.record(&id) {
-        return reload(&bridge, &record, &request).await;
+    let state = reattach(&bridge, &id, place, conn, Replay::Yes).await?;
+    let options = models::config_options(&bridge, &state);
+    Ok(LoadSessionResponse::new()
+        .modes(Mode::state(state.mode()))
+        .config_options((!options.is_empty()).then_some(options)))
+}
+
+/// Whether a reattached session's stored conversation is sent to the client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Replay {
+    /// `session/load`: the client rebuilds the thread from the replay.
+    Yes,
+    /// `session/resume`: the client still shows the thread.
+    No,
+}
+
+/// Where the client asks a stored session to be reattached.
+#[derive(Clone, Copy)]
+pub(crate) struct Place<'a> {
+    pub(crate) cwd: &'a std::path::Path,
+    pub(crate) additional_directories: usize,
+    pub(crate) mcp_servers: &'a [McpServer],
+}
+
+/// Makes stored session `id` one of this connection's sessions again (`session/load`,
+/// `session/resume`): resumed from persistence as a bridge-owned agent, or, when it is live in
+/// this connection already, the live one. With [`Replay::Yes`] its conversation reaches the
+/// client before this returns.
+pub(crate) async fn reattach(
+    bridge: &Arc<Bridge>,
+    id: &SessionId,
+    place: Place<'_>,
+    conn: ConnectionTo<Client>,
+    replay: Replay,
+) -> Result<Arc<SessionState>, Error> {
+    check_workspace(place.cwd, place.additional_directories)?;
+    crate::mcp::configs(place.mcp_servers)?;
+    let persistence = bridge.ctx.get::<dyn Persistence>().ok_or_else(|| {
+        internal("reattaching a session needs session persistence, which is not configured")
+    })?;
+    if let Some(record) = bridge.record(id) {
+        reload(&record, place.cwd, replay).await?;
+        return Ok(record.state.clone());
     }
-    bridge.reserve_load(&id)?;
-    let loaded = resume(&bridge, persistence.as_ref(), &id, &request, conn).await;
+    bridge.reserve_load(id)?;
+    let loaded = resume(bridge, persistence.as_ref(), id, place, conn, replay).await;
     if loaded.is_err() {
-        bridge.release_load(&id);
+        bridge.release_load(id);
     }
     loaded
 }
@@ -50,9 +92,10 @@ async fn resume(
     bridge: &Arc<Bridge>,
     persistence: &dyn Persistence,
     id: &SessionId,
-    request: &LoadSessionRequest,
+    place: Place<'_>,
     conn: ConnectionTo<Client>,
-) -> Result<LoadSessionResponse, Error> {
+    replay: Replay,
+) -> Result<Arc<SessionState>, Error> {
     if bridge.store.get(id).is_some() {
         return Err(invalid(format!(
             "session {id} is already live in this process"
@@ -66,12 +109,12 @@ async fn resume(
         other => internal(format!("cannot load session {id}: {}", chain(&other))),
     })?;
     match &stored.header.cwd {
-        Some(cwd) if same_dir(cwd, &request.cwd) => {}
+        Some(cwd) if same_dir(cwd, place.cwd) => {}
         Some(cwd) => {
             return Err(invalid(format!(
                 "session {id} belongs to {}, not {}",
                 cwd.display(),
-                request.cwd.display()
+                place.cwd.display()
             )));
         }
         None => {
@@ -81,9 +124,9 @@ async fn resume(
         }
     }
     drop(stored);
-    let servers = crate::mcp::configs(&request.mcp_servers)?;
+    let servers = crate::mcp::configs(place.mcp_servers)?;
     let plan = bridge
-        .plan(Some(id), &request.cwd)
+        .plan(Some(id), place.cwd)
         .await
         .map_err(|e| internal(format!("cannot resume session {id}: {}", chain(&e))))?;
     if let Some(notice) = &plan.notice {
@@ -98,11 +141,11 @@ async fn resume(
             plan.setup,
             &bridge.options,
             bridge.owns_approver,
-            true,
+            replay == Replay::Yes,
             EditorOffer::of(bridge),
         ),
         servers,
-        request.cwd.clone(),
+        place.cwd.to_path_buf(),
         state.clone(),
     ));
     options.cancel = Some(bridge.closing.child_token());
@@ -120,42 +163,39 @@ async fn resume(
     )
     .await?;
     state.updates.drained().await;
-    tracing::info!(session = %id, "ACP session loaded");
-    let options = models::config_options(bridge, &state);
-    Ok(LoadSessionResponse::new()
-        .modes(Mode::state(state.mode()))
-        .config_options((!options.is_empty()).then_some(options)))
+    tracing::info!(session = %id, "ACP session reattached");
+    Ok(state)
 }
 
-/// `session/load` of a session this connection already has live: its conversation is
-/// replayed again (an editor reopening a thread expects the history, as codex-acp sends it),
-/// in order with whatever the live stream delivers, and the answer follows the replay.
+/// `session/load` or `session/resume` of a session this connection already has live. A load
+/// replays its conversation again (an editor reopening a thread expects the history, as
+/// codex-acp sends it), in order with whatever the live stream delivers, and returns once the
+/// replay has reached the client; a resume has nothing to do.
 async fn reload(
-    bridge: &Bridge,
     record: &SessionRecord,
-    request: &LoadSessionRequest,
-) -> Result<LoadSessionResponse, Error> {
+    cwd: &std::path::Path,
+    replay: Replay,
+) -> Result<(), Error> {
     let id = &record.state.id;
-    let (_, cwd) = record.state.presentation_scope();
-    if let Some(cwd) = cwd
-        && !same_dir(&cwd, &request.cwd)
+    let (_, own) = record.state.presentation_scope();
+    if let Some(own) = own
+        && !same_dir(&own, cwd)
     {
         return Err(invalid(format!(
             "session {id} belongs to {}, not {}",
-            cwd.display(),
-            request.cwd.display()
+            own.display(),
+            cwd.display()
         )));
     }
-    record
-        .state
-        .updates
-        .replay(record.agent().session().events());
-    record.state.updates.drained().await;
-    tracing::debug!(session = %id, "ACP session replayed again");
-    let options = models::config_options(bridge, &record.state);
-    Ok(LoadSessionResponse::new()
-        .modes(Mode::state(record.state.mode()))
-        .config_options((!options.is_empty()).then_some(options)))
+    if replay == Replay::Yes {
+        record
+            .state
+            .updates
+            .replay(record.agent().session().events());
+        record.state.updates.drained().await;
+        tracing::debug!(session = %id, "ACP session replayed again");
+    }
+    Ok(())
 }
 
 /// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a

@@ -14,10 +14,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
     CloseSessionRequest, ContentBlock, ContentChunk, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpCapabilities,
-    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionListCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason,
+    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
+    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Agent, Error, JsonRpcResponse};
 use dsh_kernel::Context;
@@ -31,7 +31,7 @@ use crate::modes::Mode;
 use crate::options::AcpOptions;
 use crate::record::SessionRecord;
 use crate::settle::{Inflight, settle};
-use crate::{commands, frames, list, models, open, prompt, replay, teardown};
+use crate::{commands, frames, list, models, open, prompt, replay, resume, teardown};
 
 /// Runs the ACP agent side of one connection until the client closes its end, then tears every
 /// session it created down and returns.
@@ -260,7 +260,8 @@ pub(crate) fn initialize_response(options: &AcpOptions, images: bool) -> Initial
         .session_capabilities(
             SessionCapabilities::new()
                 .list(SessionListCapabilities::new())
-                .close(SessionCloseCapabilities::new()),
+                .close(SessionCloseCapabilities::new())
+                .resume(SessionResumeCapabilities::new()),
         );
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities)
@@ -323,6 +324,19 @@ fn connection(
         async move |request: LoadSessionRequest, responder, cx| {
             let id = SessionId::new(&*request.session_id.0);
             let work = replay::load_session(b.clone(), request, cx);
+            let after = b.clone();
+            answer_then(&b, responder, work, move |_| {
+                advertise_commands(&after, &id)
+            });
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let b = bridge.clone();
+    let builder = builder.on_receive_request(
+        async move |request: ResumeSessionRequest, responder, cx| {
+            let id = SessionId::new(&*request.session_id.0);
+            let work = resume::resume_session(b.clone(), request, cx);
             let after = b.clone();
             answer_then(&b, responder, work, move |_| {
                 advertise_commands(&after, &id)

@@ -379,6 +379,7 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "tool/code-dispatch",
     "checkpoint/created",
     "checkpoint/restored",
+    "session/rerooted",
 ];
 
 /// The core type names, each read back as its typed [`EventKind`]: every reader understands

@@ -73,9 +73,16 @@ mod tests {
         live.append_draft(SessionRerooted { cwd: "/b".into() }.draft())
             .unwrap();
         assert_eq!(live.cwd(), Some(PathBuf::from("/b")));
-        assert_eq!(live.header().cwd, Some(PathBuf::from("/old")), "the header stays");
+        assert_eq!(
+            live.header().cwd,
+            Some(PathBuf::from("/old")),
+            "the header stays"
+        );
         let events: Vec<SessionEvent> = live.events().iter().map(|e| (**e).clone()).collect();
-        assert_eq!(SessionRerooted::latest(events.iter()), Some(PathBuf::from("/b")));
+        assert_eq!(
+            SessionRerooted::latest(events.iter()),
+            Some(PathBuf::from("/b"))
+        );
         assert_eq!(session(Some(events)).cwd(), Some(PathBuf::from("/b")));
     }
 }

@@ -146,3 +146,112 @@ impl Asker for AskThePerson {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use async_trait::async_trait;
+
+    /// Never answers on its own; says when its question was withdrawn.
+    struct Silent(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+    #[async_trait]
+    impl Approver for Silent {
+        async fn request(&self, request: ApprovalRequest) -> ApprovalOutcome {
+            let _ = self.0.send("asked");
+            request.cancel.cancelled().await;
+            let _ = self.0.send("withdrawn");
+            ApprovalOutcome::Cancelled
+        }
+    }
+
+    struct Says(ApprovalOutcome);
+
+    #[async_trait]
+    impl Approver for Says {
+        async fn request(&self, _: ApprovalRequest) -> ApprovalOutcome {
+            self.0
+        }
+    }
+
+    fn asker(ctx: &Context, approval: ApprovalPolicy) -> AskThePerson {
+        AskThePerson {
+            ctx: ctx.clone(),
+            approval,
+            policies: Arc::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    fn question(timeout: Duration) -> Question {
+        Question {
+            session: "s1".into(),
+            call: Some("c1".into()),
+            port: 443,
+            refusal: Refusal::NotListed {
+                host: "new.example".into(),
+            },
+            timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_is_withdrawn_at_its_timeout_and_refuses() {
+        let ctx = Context::new();
+        let (tx, mut said) = tokio::sync::mpsc::unbounded_channel();
+        ctx.provide::<dyn Approver>(Arc::new(Silent(tx))).unwrap();
+        let answer = dsh_testkit::bounded(
+            asker(&ctx, ApprovalPolicy::Ask).ask(question(Duration::from_millis(50))),
+        )
+        .await;
+        assert_eq!(answer, Answer::Deny("nobody answered within 0 s".into()));
+        assert_eq!(said.recv().await, Some("asked"));
+        assert_eq!(said.recv().await, Some("withdrawn"));
+    }
+
+    #[tokio::test]
+    async fn the_person_s_answers_map_to_once_session_and_refusal() {
+        for (outcome, expected) in [
+            (ApprovalOutcome::AllowedOnce, Answer::Once),
+            (ApprovalOutcome::AllowedForSession, Answer::Session),
+            (
+                ApprovalOutcome::Rejected,
+                Answer::Deny("the user refused it".into()),
+            ),
+        ] {
+            let ctx = Context::new();
+            ctx.provide::<dyn Approver>(Arc::new(Says(outcome)))
+                .unwrap();
+            let answer = asker(&ctx, ApprovalPolicy::Ask)
+                .ask(question(Duration::from_secs(5)))
+                .await;
+            assert_eq!(answer, expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn never_auto_and_a_missing_approver_refuse_without_asking() {
+        let ctx = Context::new();
+        let answer = asker(&ctx, ApprovalPolicy::Ask)
+            .ask(question(Duration::from_secs(5)))
+            .await;
+        assert_eq!(answer, Answer::Deny("nobody could be asked".into()));
+        ctx.provide::<dyn Approver>(Arc::new(Says(ApprovalOutcome::AllowedOnce)))
+            .unwrap();
+        for policy in [ApprovalPolicy::Never, ApprovalPolicy::Auto] {
+            let answer = asker(&ctx, policy)
+                .ask(question(Duration::from_secs(5)))
+                .await;
+            assert!(matches!(answer, Answer::Deny(_)), "{policy}: {answer:?}");
+        }
+        // A session's own policy (an editor's mode) wins over the configured one.
+        let mut open = asker(&ctx, ApprovalPolicy::Never);
+        let policies = Arc::new(SessionPolicies::default());
+        policies.set(&SessionId::new("s1"), Some(ApprovalPolicy::Ask));
+        open.policies = policies;
+        let answer = open.ask(question(Duration::from_secs(5))).await;
+        assert_eq!(answer, Answer::Once);
+    }
+}

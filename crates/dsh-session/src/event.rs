@@ -367,6 +367,7 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "approval/asked",
     "approval/decided",
     "approval/policy",
+    "network/blocked",
     "sandbox/mode",
     "plan/mode",
     "plan/proposed",

@@ -196,8 +196,13 @@ impl McpServer {
                 handler.serve(transport).boxed_start()
             }
         };
+        // The list generation the initial listing covers: a change announced before it is
+        // asked for (during `initialize`) is already in it; one announced while it is being
+        // answered may not be, and is listed again by the refresher.
+        let mut covered = 0;
         let started = async {
             let service = handshake.await.map_err(|e| ("initialize", e))?;
+            covered = *wanted.borrow();
             let tools = service
                 .peer()
                 .list_all_tools()
@@ -239,9 +244,9 @@ impl McpServer {
             service: tokio::sync::Mutex::new(Some(service)),
             process: Mutex::new(process),
             pid,
-            tools: Mutex::new((0, Arc::new(offer(config, &listed)))),
+            tools: Mutex::new((covered, Arc::new(offer(config, &listed)))),
             wanted,
-            listed: watch::channel(0).0,
+            listed: watch::channel(covered).0,
             progress,
         });
         tokio::spawn(refresh_on_change(Arc::downgrade(&server)));
@@ -416,7 +421,16 @@ impl Drop for CancelOnDrop {
 
 /// Lists the tools again whenever the server announced a change, until the server is gone.
 async fn refresh_on_change(server: std::sync::Weak<McpServer>) {
-    let Some(mut wanted) = server.upgrade().map(|s| s.wanted.subscribe()) else {
+    let Some(mut wanted) = server.upgrade().map(|s| {
+        let mut wanted = s.wanted.subscribe();
+        // A change announced during start-up, after the initial listing was asked for, is
+        // pending already: subscribing marked it seen, and a step boundary waiting for it
+        // would wait out its limit at every step.
+        if *wanted.borrow() != *s.listed.borrow() {
+            wanted.mark_changed();
+        }
+        wanted
+    }) else {
         return;
     };
     while wanted.changed().await.is_ok() {

@@ -18,7 +18,8 @@
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
-//! Flags: `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
+//! Flags: `--announce-early` (on the first `tools/list`, add `extra` and announce
+//! `notifications/tools/list_changed` before answering with the old list); `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
 //! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
 //! start-up benchmark); `--grandchild` starts a `sleep` child first (process-group tests);
 //! `--daemon SECONDS` starts `setsid sleep SECONDS` and forgets it (a daemon that must not
@@ -51,6 +52,9 @@ pub struct Flags {
     pub grandchild: bool,
     /// Start `setsid sleep <this>` and forget it.
     pub daemon: Option<String>,
+    /// On the first `tools/list`, add `extra` and announce the change before answering with
+    /// the list as it was (what server-everything does during start-up).
+    pub announce_early: bool,
 }
 
 impl Flags {
@@ -69,6 +73,7 @@ impl Flags {
                     flags.startup_delay = Duration::from_millis(ms);
                 }
                 "--grandchild" => flags.grandchild = true,
+                "--announce-early" => flags.announce_early = true,
                 "--daemon" => flags.daemon = Some(args.next().ok_or("--daemon needs seconds")?),
                 other => return Err(format!("unknown flag {other}")),
             }
@@ -80,6 +85,7 @@ impl Flags {
 #[derive(Clone)]
 struct TestServer {
     log: Option<PathBuf>,
+    announce_early: Arc<AtomicBool>,
     grown: Arc<AtomicBool>,
     listed: Arc<Notify>,
 }
@@ -157,12 +163,19 @@ impl ServerHandler for TestServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.log("listed");
         self.listed.notify_waiters();
+        let tools = self.tools();
+        if self.announce_early.swap(false, Ordering::SeqCst) {
+            // Sent before the answer, so the client hears of the change while it is still
+            // starting the server.
+            self.grown.store(true, Ordering::SeqCst);
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
         Ok(ListToolsResult {
-            tools: self.tools(),
+            tools,
             ..Default::default()
         })
     }
@@ -254,6 +267,7 @@ impl ServerHandler for TestServer {
 pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let server = TestServer {
         log: flags.log.clone(),
+        announce_early: Arc::new(AtomicBool::new(flags.announce_early)),
         grown: Arc::default(),
         listed: Arc::new(Notify::new()),
     };

@@ -218,3 +218,41 @@ async fn a_servers_progress_reports_reach_the_live_feed_of_the_call() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_list_change_announced_during_start_up_is_applied_at_once_without_a_stall() {
+    // The server announces a change while dsh is still listing its tools at start-up. The
+    // first step boundary lists again and offers the new tool; before the fix the announcement
+    // was lost, every boundary waited out the 5 s re-list limit, and `extra` never appeared.
+    let dir = scratch();
+    let log = log_path(dir.path());
+    let w = world_with(vec![test_server(
+        "t",
+        &["--announce-early", "--log", log.to_str().unwrap()],
+    )])
+    .await;
+    w.adapter
+        .push(Script::tool_call("c1", "mcp__t__extra", "{}"))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    // Two step boundaries; a stall at each would take 10 s, over this bound.
+    tokio::time::timeout(std::time::Duration::from_secs(4), async {
+        handle
+            .agent()
+            .followup(dsh_session::Message::user_text("go"))
+            .unwrap();
+        handle.agent().when_idle().await;
+    })
+    .await
+    .expect("a step boundary stalled on a list change announced during start-up");
+    assert!(offered(&w.adapter, 0).contains(&"mcp__t__extra".to_owned()));
+    assert_eq!(
+        tool_results(handle.agent()),
+        [("c1".to_owned(), "extra".to_owned(), false, None)]
+    );
+    assert_eq!(
+        log_lines(&log).iter().filter(|l| *l == "listed").count(),
+        2,
+        "listed once at start-up and once for the announced change"
+    );
+}

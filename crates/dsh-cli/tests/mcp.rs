@@ -187,7 +187,7 @@ fn mcp_list_shows_each_server_its_state_and_tools() {
         "{text}"
     );
     assert!(
-        text.contains("good: ready, 8 tool(s)\n  mcp__good__echo\n"),
+        text.contains("good: ready, 9 tool(s)\n  mcp__good__echo\n"),
         "{text}"
     );
     assert!(text.contains("off: disabled"), "{text}");
@@ -237,4 +237,41 @@ fn a_bearer_token_is_read_from_dshs_secrets_and_never_printed() {
     );
     let shown = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!shown.contains("tok-123"), "{shown}");
+}
+
+#[test]
+fn a_servers_progress_is_a_progress_line_of_stream_json_between_call_and_result() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__progress",
+            r#"{"steps":2}"#,
+        ))
+        .push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--output-format", "stream-json", "go"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let position = |pred: &dyn Fn(&serde_json::Value) -> bool| lines.iter().position(pred);
+    let progress: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "progress").collect();
+    assert_eq!(progress.len(), 2, "{lines:?}");
+    assert_eq!(progress[1]["callId"], "call_1");
+    assert_eq!(progress[1]["progress"], 2.0);
+    assert_eq!(progress[1]["total"], 2.0);
+    assert_eq!(progress[1]["message"], "step 2");
+    assert!(
+        progress[0]["sessionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("session-")
+    );
+    let call = position(&|l| l["event"]["type"] == "tool/call").unwrap();
+    let first = position(&|l| l["type"] == "progress").unwrap();
+    let result = position(&|l| l["event"]["type"] == "tool/result").unwrap();
+    assert!(call < first && first < result, "{lines:?}");
 }

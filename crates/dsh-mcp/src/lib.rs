@@ -11,8 +11,10 @@
 //!   server that fails is reported and the session goes on without it.
 //! - Tools are offered as `mcp__<server>__<tool>` ([`naming`]) with schemas made acceptable to
 //!   providers ([`schema`]); results become tool outputs ([`result`]).
-//! - The tool list changes only at step boundaries (`agent/pre-step`), so the prompt prefix is
-//!   stable within a step even when a server announces a new list.
+//! - The tool list changes only at step boundaries (`system-prompt/assemble`), so the prompt
+//!   prefix is stable within a step even when a server announces a new list.
+//! - A server's progress reports are shown live and keep its call alive: each one starts the
+//!   call's `tool_timeout` again, up to `tool_timeout_max` in all.
 //! - A cancelled call returns `ABORTED` at once and sends `notifications/cancelled`; a hanging
 //!   server is bounded by the tool timeout.
 //! - Approval is the guard's (dsh-guard): an MCP tool asks under the approval policy unless a
@@ -40,7 +42,8 @@ mod tool;
 pub mod test_server;
 
 pub use config::{
-    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
+    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT_MAX,
+    ServerConfig, Transport,
 };
 pub use error::McpError;
 pub use plugin::McpPlugin;

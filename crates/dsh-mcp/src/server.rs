@@ -22,7 +22,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
@@ -51,13 +51,21 @@ pub struct OfferedTool {
     pub parameters: Value,
 }
 
-/// Where a running call's progress reports go, by the progress token of its request.
-type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, LivePublisher>>>;
+/// A running call as its progress reports find it: where they are shown, and the signal that
+/// starts the call's timeout again.
+struct Watched {
+    publisher: Option<LivePublisher>,
+    heard: Arc<Notify>,
+}
+
+/// The running calls, by the progress token of their requests.
+type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, Watched>>>;
 
 /// Receives the server's notifications: a tools-list change bumps the wanted generation, and
 /// the server's refresher lists the tools again; a progress report goes to the live feed of
 /// the call whose request carried its token.
 struct Handler {
+    server: String,
     wanted: watch::Sender<u64>,
     progress: ProgressSinks,
 }
@@ -68,10 +76,46 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let publisher = self.progress.lock().get(&params.progress_token).cloned();
-        if let Some(publisher) = publisher {
-            publisher.progress(params.progress, params.total, params.message);
+        let watched = self
+            .progress
+            .lock()
+            .get(&params.progress_token)
+            .map(|w| (w.publisher.clone(), w.heard.clone()));
+        if let Some((publisher, heard)) = watched {
+            // A stored permit: a report that arrives between two polls of the call still
+            // counts.
+            heard.notify_one();
+            if let Some(publisher) = publisher {
+                publisher.progress(params.progress, params.total, params.message);
+            }
         }
+        std::future::ready(())
+    }
+
+    /// A server's log message goes to dsh's log at debug level (it is the server's chatter,
+    /// not dsh's: `RUST_LOG=dsh_mcp=debug` shows it), whatever level the server gave it.
+    /// Logging is deprecated by the spec's next revision (SEP-2577), but servers of the
+    /// current one send it.
+    #[allow(deprecated)]
+    fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let text = match &params.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        tracing::debug!(
+            server = %self.server,
+            level = %level,
+            logger = params.logger.as_deref().unwrap_or(""),
+            "MCP server log: {text}"
+        );
         std::future::ready(())
     }
 
@@ -138,6 +182,7 @@ impl McpServer {
         let (wanted, _) = watch::channel(0u64);
         let progress = ProgressSinks::default();
         let handler = Handler {
+            server: config.name.clone(),
             wanted: wanted.clone(),
             progress: progress.clone(),
         };
@@ -319,27 +364,43 @@ impl McpServer {
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(failed)?;
-        let _sink = progress.map(|p| ProgressSink::register(&self.progress, &handle, p));
+        let sink = ProgressSink::register(&self.progress, &handle, progress);
         let mut pending = CancelOnDrop {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
         };
-        let outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ToolError::aborted()),
-            outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
-        };
-        let answer = match outcome {
-            Ok(answer) => answer,
-            Err(_) => {
-                return Err(ToolError::coded(
-                    "McpTimeoutError",
-                    MCP_TOOL_TIMEOUT,
-                    format!(
-                        "MCP tool `{tool}` of server `{server}` did not answer within {timeout:?} \
-                         (tool_timeout_sec); the call was cancelled"
-                    ),
-                ));
+        // Each progress report starts the timeout again, never past the hard maximum.
+        let started = tokio::time::Instant::now();
+        let limit = started + self.config.tool_timeout_max.max(timeout);
+        let mut deadline = (started + timeout).min(limit);
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ToolError::aborted()),
+                answer = &mut response => break answer,
+                () = sink.heard.notified() => {
+                    deadline = (tokio::time::Instant::now() + timeout).min(limit);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    let why = if deadline >= limit && limit > started + timeout {
+                        format!(
+                            "did not finish within {:?} (tool_timeout_max_sec), though it \
+                             reported progress",
+                            self.config.tool_timeout_max
+                        )
+                    } else {
+                        format!("did not answer within {timeout:?} (tool_timeout_sec)")
+                    };
+                    return Err(ToolError::coded(
+                        "McpTimeoutError",
+                        MCP_TOOL_TIMEOUT,
+                        format!(
+                            "MCP tool `{tool}` of server `{server}` {why}; the call was cancelled"
+                        ),
+                    ));
+                }
             }
         };
         // Answered (or failed by the connection): nothing left to cancel.
@@ -365,25 +426,32 @@ impl McpServer {
     }
 }
 
-/// A call's progress sink, registered under its request's progress token while the call
-/// runs.
+/// A call's entry among the watched calls, registered under its request's progress token
+/// while the call runs.
 struct ProgressSink {
     sinks: ProgressSinks,
     token: ProgressToken,
+    heard: Arc<Notify>,
 }
 
 impl ProgressSink {
     fn register(
         sinks: &ProgressSinks,
         handle: &RequestHandle<RoleClient>,
-        publisher: LivePublisher,
+        publisher: Option<LivePublisher>,
     ) -> Self {
-        sinks
-            .lock()
-            .insert(handle.progress_token.clone(), publisher);
+        let heard = Arc::new(Notify::new());
+        sinks.lock().insert(
+            handle.progress_token.clone(),
+            Watched {
+                publisher,
+                heard: heard.clone(),
+            },
+        );
         Self {
             sinks: sinks.clone(),
             token: handle.progress_token.clone(),
+            heard,
         }
     }
 }

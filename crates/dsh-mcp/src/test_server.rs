@@ -11,10 +11,13 @@
 //!   `grown` only once the client listed the tools again (at most 5 s later), so a test knows
 //!   the client heard the change before the call's result arrived.
 //! - `extra` (after `grow`): answers `extra`.
+//! - `log {text}`: sends `text` as a `notifications/message` (level warning, logger `test`)
+//!   and answers `logged`.
 //! - `env`: answers the names of its environment variables, one per line.
 //! - `image`: answers a 2×1 PNG image block.
-//! - `progress {steps}`: reports `i/steps` (`step i`) through `notifications/progress` for
-//!   each step, then answers `progressed`.
+//! - `progress {steps, every_ms?}`: reports `i/steps` (`step i`) through
+//!   `notifications/progress` for each step (each `every_ms` after the last), then answers
+//!   `progressed`.
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
@@ -127,11 +130,16 @@ impl TestServer {
                 object(json!({})),
             ),
             Tool::new("env", "Lists its environment's names.", object(json!({}))),
+            Tool::new(
+                "log",
+                "Sends text as a log message at level warning.",
+                object(json!({"text": {"type": "string"}})),
+            ),
             Tool::new("image", "Answers an image.", object(json!({}))),
             Tool::new(
                 "progress",
                 "Reports progress step by step.",
-                object(json!({"steps": {"type": "integer"}})),
+                object(json!({"steps": {"type": "integer"}, "every_ms": {"type": "integer"}})),
             ),
             Tool::new(
                 "write_file",
@@ -151,11 +159,14 @@ fn text(text: impl Into<String>) -> CallToolResponse {
 }
 
 impl ServerHandler for TestServer {
+    // Logging is deprecated by SEP-2577; the `log` tool still uses it.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
                 .build(),
         )
     }
@@ -218,6 +229,19 @@ impl ServerHandler for TestServer {
                 Ok(text("grown"))
             }
             "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra")),
+            // Deprecated by SEP-2577, still sent by servers of the current revision.
+            #[allow(deprecated)]
+            "log" => {
+                use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+                let said = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                let message = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Warning,
+                    Value::String(said.to_owned()),
+                )
+                .with_logger("test");
+                let _ = context.peer.notify_logging_message(message).await;
+                Ok(text("logged"))
+            }
             "env" => {
                 let names: Vec<String> = std::env::vars_os()
                     .map(|(k, _)| k.to_string_lossy().into_owned())
@@ -234,8 +258,12 @@ impl ServerHandler for TestServer {
             ),
             "progress" => {
                 let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(2);
+                let every = args.get("every_ms").and_then(Value::as_u64).unwrap_or(0);
                 if let Some(token) = context.meta.get_progress_token() {
                     for i in 1..=steps {
+                        if every > 0 {
+                            tokio::time::sleep(Duration::from_millis(every)).await;
+                        }
                         let report = ProgressNotificationParam::new(token.clone(), i as f64)
                             .with_total(steps as f64)
                             .with_message(format!("step {i}"));

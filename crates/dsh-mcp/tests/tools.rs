@@ -32,6 +32,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
             "mcp__t__fail",
             "mcp__t__grow",
             "mcp__t__image",
+            "mcp__t__log",
             "mcp__t__progress",
             "mcp__t__slow",
             "mcp__t__write_file"
@@ -254,5 +255,60 @@ async fn a_list_change_announced_during_start_up_is_applied_at_once_without_a_st
         log_lines(&log).iter().filter(|l| *l == "listed").count(),
         2,
         "listed once at start-up and once for the announced change"
+    );
+}
+
+/// A `MakeWriter` that keeps what the fmt layer writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_servers_log_messages_go_to_the_debug_log_naming_the_server() {
+    // The test runtime is single-threaded, so the thread's default subscriber sees the
+    // handler's events.
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let w = world_with(vec![test_server("t", &[])]).await;
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__log",
+            r#"{"text":"disk nearly full"}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(tool_results(handle.agent())[0].1, "logged");
+    let text = String::from_utf8(captured.0.lock().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("MCP server log: disk nearly full"))
+        .unwrap_or_else(|| panic!("no server log line in {text}"));
+    assert!(line.contains("DEBUG"), "{line}");
+    assert!(
+        line.contains("server=t") && line.contains("level=warning"),
+        "{line}"
     );
 }

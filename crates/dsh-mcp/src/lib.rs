@@ -29,9 +29,11 @@
 mod config;
 pub mod env;
 mod error;
+mod listing;
 pub mod naming;
 mod plugin;
 mod process;
+mod resources;
 pub mod result;
 pub mod schema;
 mod server;
@@ -47,5 +49,6 @@ pub use config::{
 };
 pub use error::McpError;
 pub use plugin::McpPlugin;
+pub use resources::{LIST_RESOURCES, READ_RESOURCE};
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};
 pub use servers::{EnvLookup, FailureReporter, McpOptions, McpServers, ServerState, ServerStatus};

@@ -19,7 +19,7 @@
 //!    session and stops every server process group.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use std::collections::BTreeSet;
@@ -28,7 +28,7 @@ use dsh_kernel::{BoxError, Context, Registration};
 use dsh_llm::ToolSchema;
 use dsh_prompt::{PromptAssemble, PromptAssembly};
 use dsh_session::Attachments;
-use dsh_tools::ToolRuntime;
+use dsh_tools::{Tool, ToolRuntime};
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 use crate::error::McpError;
+use crate::resources::{ListResources, ReadResource};
 use crate::server::{ConnectEnv, McpServer};
 use crate::tool::McpTool;
 
@@ -124,6 +125,8 @@ struct Entry {
 
 /// The servers of one scope. See the module docs for the lifecycle.
 pub struct McpServers {
+    /// Itself, for the tools that look its servers up when called.
+    me: Weak<McpServers>,
     configs: Vec<ServerConfig>,
     entries: Mutex<Vec<Entry>>,
     settled: watch::Sender<usize>,
@@ -133,6 +136,8 @@ pub struct McpServers {
     apply: tokio::sync::Mutex<()>,
     /// Every tool name this set ever registered (what an assembly may hold stale).
     ever: Mutex<BTreeSet<String>>,
+    /// The resource tools, registered once a server offers resources.
+    resource_tools: Mutex<(Vec<Registration>, Vec<ToolSchema>)>,
     ctx: Context,
 }
 
@@ -157,7 +162,8 @@ impl McpServers {
         configs: Vec<ServerConfig>,
         options: McpOptions,
     ) -> Result<Arc<McpServers>, BoxError> {
-        let set = Arc::new(McpServers {
+        let set = Arc::new_cyclic(|me| McpServers {
+            me: me.clone(),
             entries: Mutex::new(configs.iter().map(|_| Entry::default()).collect()),
             configs,
             settled: watch::channel(0).0,
@@ -165,6 +171,7 @@ impl McpServers {
             starts: Mutex::new(Vec::new()),
             apply: tokio::sync::Mutex::new(()),
             ever: Mutex::new(BTreeSet::new()),
+            resource_tools: Mutex::default(),
             ctx: ctx.clone(),
         });
         // The scope owns the set (a caller may drop the returned handle): it lives, serves step
@@ -289,7 +296,8 @@ impl McpServers {
         }
     }
 
-    fn ready(&self) -> Vec<Arc<McpServer>> {
+    /// The servers that started, in config order.
+    pub fn ready(&self) -> Vec<Arc<McpServer>> {
         self.entries
             .lock()
             .iter()
@@ -357,7 +365,45 @@ impl McpServers {
                 entry.registered = registered;
             }
         }
+        self.offer_resource_tools(self.me.clone(), &runtime);
         Ok(())
+    }
+
+    /// Registers `list_mcp_resources` and `read_mcp_resource` once a ready server offers
+    /// resources (once: they look the servers up when called).
+    fn offer_resource_tools(&self, me: Weak<McpServers>, runtime: &ToolRuntime) {
+        if !self.ready().iter().any(|s| s.offers_resources()) {
+            return;
+        }
+        let mut offered = self.resource_tools.lock();
+        if !offered.0.is_empty() {
+            return;
+        }
+        let tools: [Arc<dyn Tool>; 2] = [
+            Arc::new(ListResources { set: me.clone() }),
+            Arc::new(ReadResource {
+                set: me,
+                attachments: self.ctx.get::<dyn Attachments>(),
+            }),
+        ];
+        for tool in tools {
+            let schema = ToolSchema {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+                needs_vision: false,
+            };
+            match runtime.register(&self.ctx, tool) {
+                Ok(registration) => {
+                    self.ever.lock().insert(schema.name.clone());
+                    offered.0.push(registration);
+                    offered.1.push(schema);
+                }
+                Err(error) => {
+                    tracing::warn!(tool = %schema.name, %error, "cannot offer the MCP resource tools");
+                }
+            }
+        }
     }
 
     /// `assembly` with this set's tools replaced by the ones registered now.
@@ -372,6 +418,9 @@ impl McpServers {
             .tools
             .extend(entries.iter().flat_map(|e| e.registered.iter().cloned()));
         drop(entries);
+        assembly
+            .tools
+            .extend(self.resource_tools.lock().1.iter().cloned());
         if sorted {
             assembly.tools.sort_by(|a, b| a.name.cmp(&b.name));
         }
@@ -430,7 +479,8 @@ impl McpServers {
                 })
                 .unzip()
         };
-        for registration in registrations.into_iter().flatten() {
+        let (resource_tools, _) = std::mem::take(&mut *self.resource_tools.lock());
+        for registration in registrations.into_iter().flatten().chain(resource_tools) {
             registration.dispose().await;
         }
         join_all(servers.iter().flatten().map(|s| s.shutdown())).await;

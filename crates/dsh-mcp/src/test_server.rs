@@ -21,6 +21,15 @@
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
+//! - `add_resource`: adds the resource `test://added`, announces
+//!   `notifications/resources/list_changed`, and answers `added` once the client listed the
+//!   resources again (at most 5 s later).
+//!
+//! Resources: `test://greeting` (text/plain `hello resource`), `test://dot` (a PNG), and
+//! `test://added` after `add_resource`. Prompts: `review {file (required), focus?}`, one user
+//! message `Please review FILE.` (plus ` Focus on FOCUS.`). `--instructions TEXT` answers
+//! `initialize` with those instructions.
+//!
 //! Flags: `--announce-early` (on the first `tools/list`, add `extra` and announce
 //! `notifications/tools/list_changed` before answering with the old list); `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
 //! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
@@ -35,9 +44,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ImageContent,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, TextContent, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ImageContent, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, TextContent, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -55,6 +66,8 @@ pub struct Flags {
     pub grandchild: bool,
     /// Start `setsid sleep <this>` and forget it.
     pub daemon: Option<String>,
+    /// The `instructions` of the `initialize` answer.
+    pub instructions: Option<String>,
     /// On the first `tools/list`, add `extra` and announce the change before answering with
     /// the list as it was (what server-everything does during start-up).
     pub announce_early: bool,
@@ -77,6 +90,9 @@ impl Flags {
                 }
                 "--grandchild" => flags.grandchild = true,
                 "--announce-early" => flags.announce_early = true,
+                "--instructions" => {
+                    flags.instructions = Some(args.next().ok_or("--instructions needs text")?);
+                }
                 "--daemon" => flags.daemon = Some(args.next().ok_or("--daemon needs seconds")?),
                 other => return Err(format!("unknown flag {other}")),
             }
@@ -85,9 +101,16 @@ impl Flags {
     }
 }
 
+/// A 2×1 PNG in base64 (dsh_testkit::TINY_PNG).
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==";
+
 #[derive(Clone)]
 struct TestServer {
     log: Option<PathBuf>,
+    instructions: Option<String>,
+    /// `add_resource` was called: `test://added` is listed.
+    added: Arc<AtomicBool>,
+    resources_listed: Arc<Notify>,
     announce_early: Arc<AtomicBool>,
     grown: Arc<AtomicBool>,
     listed: Arc<Notify>,
@@ -124,6 +147,11 @@ impl TestServer {
                 object(json!({"ms": {"type": "integer"}})),
             ),
             Tool::new("fail", "Always fails.", object(json!({}))),
+            Tool::new(
+                "add_resource",
+                "Adds the resource test://added and announces the change.",
+                object(json!({})),
+            ),
             Tool::new(
                 "grow",
                 "Adds the tool `extra` and announces the change.",
@@ -162,13 +190,115 @@ impl ServerHandler for TestServer {
     // Logging is deprecated by SEP-2577; the `log` tool still uses it.
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+        let config = ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_logging()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
-                .enable_logging()
                 .build(),
-        )
+        );
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.log("resources listed");
+        self.resources_listed.notify_waiters();
+        let mut resources = vec![
+            Resource::new("test://greeting", "greeting")
+                .with_mime_type("text/plain")
+                .with_description("A greeting."),
+            Resource::new("test://dot", "dot").with_mime_type("image/png"),
+        ];
+        if self.added.load(Ordering::SeqCst) {
+            resources.push(Resource::new("test://added", "added").with_mime_type("text/plain"));
+        }
+        Ok(ListResourcesResult {
+            resources,
+            ..Default::default()
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let contents = match request.uri.as_str() {
+            "test://greeting" => ResourceContents::TextResourceContents {
+                uri: request.uri.clone(),
+                mime_type: Some("text/plain".to_owned()),
+                text: "hello resource".to_owned(),
+                meta: None,
+            },
+            "test://dot" => ResourceContents::BlobResourceContents {
+                uri: request.uri.clone(),
+                mime_type: Some("image/png".to_owned()),
+                blob: TINY_PNG.to_owned(),
+                meta: None,
+            },
+            "test://added" if self.added.load(Ordering::SeqCst) => {
+                ResourceContents::text("added later", request.uri.clone())
+            }
+            other => {
+                return Err(ErrorData::resource_not_found(
+                    format!("no resource {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult {
+            prompts: vec![Prompt::new(
+                "review",
+                Some("Asks for a review of a file."),
+                Some(vec![
+                    PromptArgument::new("file")
+                        .with_description("The file to review.")
+                        .with_required(true),
+                    PromptArgument::new("focus").with_description("What to look at."),
+                ]),
+            )],
+            ..Default::default()
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "review" {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt {}", request.name),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let Some(file) = args.get("file").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("`file` is required", None));
+        };
+        let mut text = format!("Please review {file}.");
+        if let Some(focus) = args.get("focus").and_then(Value::as_str) {
+            text.push_str(&format!(" Focus on {focus}."));
+        }
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into())
     }
 
     async fn list_tools(
@@ -228,6 +358,15 @@ impl ServerHandler for TestServer {
                 let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
                 Ok(text("grown"))
             }
+            "add_resource" => {
+                let listed = self.resources_listed.notified();
+                tokio::pin!(listed);
+                listed.as_mut().enable();
+                self.added.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_resource_list_changed().await;
+                let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
+                Ok(text("added"))
+            }
             "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra")),
             // Deprecated by SEP-2577, still sent by servers of the current revision.
             #[allow(deprecated)]
@@ -250,8 +389,7 @@ impl ServerHandler for TestServer {
             }
             "image" => Ok(
                 CallToolResult::success(vec![ContentBlock::Image(ImageContent::new(
-                    // A 2×1 PNG (dsh_testkit::TINY_PNG).
-                    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==",
+                    TINY_PNG,
                     "image/png",
                 ))])
                 .into(),
@@ -295,6 +433,9 @@ impl ServerHandler for TestServer {
 pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let server = TestServer {
         log: flags.log.clone(),
+        instructions: flags.instructions.clone(),
+        added: Arc::default(),
+        resources_listed: Arc::new(Notify::new()),
         announce_early: Arc::new(AtomicBool::new(flags.announce_early)),
         grown: Arc::default(),
         listed: Arc::new(Notify::new()),

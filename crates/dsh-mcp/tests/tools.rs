@@ -27,6 +27,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
     assert_eq!(
         offered(&w.adapter, 0),
         [
+            "mcp__t__add_resource",
             "mcp__t__echo",
             "mcp__t__env",
             "mcp__t__fail",

@@ -12,6 +12,9 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+/// Asks the server (the list's owner) for the whole list again.
+pub(crate) type Relist<O, T> = fn(Arc<O>) -> BoxFuture<'static, Result<Vec<T>, String>>;
+
 /// One announced-and-relisted list of `T`.
 pub(crate) struct Listing<T> {
     current: Mutex<(u64, Arc<Vec<T>>)>,
@@ -49,7 +52,7 @@ impl<T: Send + Sync + 'static> Listing<T> {
     pub(crate) fn follow<O: Send + Sync + 'static>(
         owner: Weak<O>,
         pick: fn(&O) -> &Listing<T>,
-        list: fn(Arc<O>) -> BoxFuture<'static, Result<Vec<T>, String>>,
+        list: Relist<O, T>,
         limit: Duration,
         what: &'static str,
     ) {

@@ -275,3 +275,25 @@ fn a_servers_progress_is_a_progress_line_of_stream_json_between_call_and_result(
     let result = position(&|l| l["event"]["type"] == "tool/result").unwrap();
     assert!(call < first && first < result, "{lines:?}");
 }
+
+#[test]
+fn dsh_run_sends_an_mcp_prompt_command_as_the_servers_prompt() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server.push(MockResponse::text("Reviewed."));
+    let out = w.output(&["run", "/mcp__t__review src/a.rs error handling"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
+    assert!(
+        sent.contains("Please review src/a.rs. Focus on error handling."),
+        "{sent}"
+    );
+    assert!(!sent.contains("/mcp__t__review"), "{sent}");
+    let missing = w.output(&["run", "/mcp__t__review"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("missing file (usage: /mcp__t__review <file> [focus])"),
+        "{}",
+        stderr(&missing)
+    );
+}

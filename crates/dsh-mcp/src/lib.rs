@@ -33,6 +33,7 @@ mod listing;
 pub mod naming;
 mod plugin;
 mod process;
+mod prompts;
 mod resources;
 pub mod result;
 pub mod schema;
@@ -49,6 +50,7 @@ pub use config::{
 };
 pub use error::McpError;
 pub use plugin::McpPlugin;
+pub use prompts::{PromptCommand, expand_prompt, prompt_commands};
 pub use resources::{LIST_RESOURCES, READ_RESOURCE};
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};
 pub use servers::{EnvLookup, FailureReporter, McpOptions, McpServers, ServerState, ServerStatus};

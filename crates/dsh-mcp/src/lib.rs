@@ -29,6 +29,7 @@
 mod config;
 pub mod env;
 mod error;
+pub mod instructions;
 mod listing;
 pub mod naming;
 mod plugin;

@@ -424,6 +424,13 @@ impl McpServers {
         if sorted {
             assembly.tools.sort_by(|a, b| a.name.cmp(&b.name));
         }
+        // The servers' instructions close the system prompt, the same bytes at every step.
+        assembly
+            .sections
+            .retain(|s| s.name != crate::instructions::SECTION);
+        if let Some(section) = crate::instructions::section(&self.ready()) {
+            assembly.sections.push(section);
+        }
         assembly
     }
 

@@ -313,3 +313,26 @@ async fn a_servers_log_messages_go_to_the_debug_log_naming_the_server() {
         "{line}"
     );
 }
+
+#[tokio::test]
+async fn a_servers_instructions_close_the_system_prompt_with_the_same_bytes_at_every_step() {
+    let w = world_with(vec![
+        test_server("plain", &[]),
+        test_server("t", &["--instructions", "Greet with echo. {{not_a_variable}}"]),
+    ])
+    .await;
+    w.adapter
+        .push(Script::tool_call("c1", "mcp__t__echo", r#"{"text":"hi"}"#))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    let requests = w.adapter.requests();
+    let first = requests[0].system.clone().unwrap();
+    assert!(
+        first.ends_with("## MCP server `t`\nGreet with echo. { {not_a_variable}}"),
+        "{first}"
+    );
+    assert!(!first.contains("`plain`"), "a server without instructions adds nothing");
+    assert_eq!(requests[1].system.as_deref(), Some(first.as_str()));
+    assert_eq!(tool_results(handle.agent())[0].1, "hi");
+}

@@ -27,8 +27,10 @@
 //!   `sh` supervisor, so none outlives dsh, even on SIGKILL.
 
 mod config;
+mod elicit;
 pub mod env;
 mod error;
+mod handler;
 pub mod instructions;
 mod listing;
 pub mod naming;

@@ -1,6 +1,6 @@
 //! One connected server: the MCP session, its process, its current tool list, and calls.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,24 +12,23 @@ use parking_lot::Mutex;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult,
-    Implementation, ProgressNotificationParam, ProgressToken, Prompt, ReadResourceRequestParams,
-    RequestId, Resource, ResourceContents, ServerResult, Tool as McpToolDef,
+    ClientRequest, GetPromptRequestParams, GetPromptResult, ProgressToken, Prompt,
+    ReadResourceRequestParams, RequestId, Resource, ResourceContents, ServerResult,
+    Tool as McpToolDef,
 };
-use rmcp::service::{
-    MaybeSendFuture, NotificationContext, PeerRequestOptions, RequestHandle, RunningService,
-    ServiceError,
-};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
+use crate::elicit::{Asker, RunningCall, RunningCalls};
 use crate::env::server_env;
 use crate::error::McpError;
+use crate::handler::{Handler, ProgressSinks, Watched, workspace_roots};
 use crate::listing::Listing;
 use crate::naming::tool_name;
 use crate::process::{Launch, ServerProcess, SpawnError};
@@ -52,108 +51,6 @@ pub struct OfferedTool {
     pub description: String,
     /// Its normalised input schema.
     pub parameters: Value,
-}
-
-/// A running call as its progress reports find it: where they are shown, and the signal that
-/// starts the call's timeout again.
-struct Watched {
-    publisher: Option<LivePublisher>,
-    heard: Arc<Notify>,
-}
-
-/// The running calls, by the progress token of their requests.
-type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, Watched>>>;
-
-/// Receives the server's notifications: a tools-list change bumps the wanted generation, and
-/// the server's refresher lists the tools again; a progress report goes to the live feed of
-/// the call whose request carried its token.
-struct Handler {
-    server: String,
-    tools_wanted: watch::Sender<u64>,
-    resources_wanted: watch::Sender<u64>,
-    prompts_wanted: watch::Sender<u64>,
-    progress: ProgressSinks,
-}
-
-impl ClientHandler for Handler {
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let watched = self
-            .progress
-            .lock()
-            .get(&params.progress_token)
-            .map(|w| (w.publisher.clone(), w.heard.clone()));
-        if let Some((publisher, heard)) = watched {
-            // A stored permit: a report that arrives between two polls of the call still
-            // counts.
-            heard.notify_one();
-            if let Some(publisher) = publisher {
-                publisher.progress(params.progress, params.total, params.message);
-            }
-        }
-        std::future::ready(())
-    }
-
-    /// A server's log message goes to dsh's log at debug level (it is the server's chatter,
-    /// not dsh's: `RUST_LOG=dsh_mcp=debug` shows it), whatever level the server gave it.
-    /// Logging is deprecated by the spec's next revision (SEP-2577), but servers of the
-    /// current one send it.
-    #[allow(deprecated)]
-    fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let level = serde_json::to_value(params.level)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let text = match &params.data {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
-        tracing::debug!(
-            server = %self.server,
-            level = %level,
-            logger = params.logger.as_deref().unwrap_or(""),
-            "MCP server log: {text}"
-        );
-        std::future::ready(())
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.tools_wanted.send_modify(|g| *g += 1);
-        std::future::ready(())
-    }
-
-    fn on_resource_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.resources_wanted.send_modify(|g| *g += 1);
-        std::future::ready(())
-    }
-
-    fn on_prompt_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.prompts_wanted.send_modify(|g| *g += 1);
-        std::future::ready(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
-        )
-    }
 }
 
 /// What [`McpServer::connect`] needs besides the server's config.
@@ -188,6 +85,7 @@ pub struct McpServer {
     /// Whether the server declared the resources capability.
     offers_resources: bool,
     progress: ProgressSinks,
+    calls: RunningCalls,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -212,12 +110,15 @@ impl McpServer {
             watch::channel(0u64).0,
         );
         let progress = ProgressSinks::default();
+        let calls = RunningCalls::default();
         let handler = Handler {
             server: config.name.clone(),
             tools_wanted: tools_wanted.clone(),
             resources_wanted: resources_wanted.clone(),
             prompts_wanted: prompts_wanted.clone(),
             progress: progress.clone(),
+            calls: calls.clone(),
+            roots: workspace_roots(env.cwd),
         };
         let mut process = None;
         let mut stderr = None;
@@ -366,6 +267,7 @@ impl McpServer {
             instructions,
             offers_resources,
             progress,
+            calls,
         });
         // Bounded like a start: a server that never answers keeps its old list, and the
         // readers waiting for it go on.
@@ -503,7 +405,10 @@ impl McpServer {
         cancel: &CancellationToken,
         progress: Option<LivePublisher>,
         attachments: Option<&dyn Attachments>,
+        asker: Option<Asker>,
     ) -> Result<ToolOutput, ToolError> {
+        // Whom a server's elicitation during this call asks.
+        let _running = asker.map(|a| RunningCall::register(&self.calls, a));
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,

@@ -21,6 +21,10 @@
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
+//! - `ask`: sends a form `elicitation/create` (`name` text, `color` red|blue, `sure` boolean)
+//!   and answers the result as JSON (or `elicitation failed: …`).
+//! - `roots`: answers the client's `roots/list` as JSON; `sample`: sends
+//!   `sampling/createMessage` and answers `sampled` or `sampling failed: …`.
 //! - `add_resource`: adds the resource `test://added`, announces
 //!   `notifications/resources/list_changed`, and answers `added` once the client listed the
 //!   resources again (at most 5 s later).
@@ -147,6 +151,13 @@ impl TestServer {
                 object(json!({"ms": {"type": "integer"}})),
             ),
             Tool::new("fail", "Always fails.", object(json!({}))),
+            Tool::new(
+                "ask",
+                "Asks the user (elicitation) and answers the result.",
+                object(json!({})),
+            ),
+            Tool::new("roots", "Answers the client's roots.", object(json!({}))),
+            Tool::new("sample", "Asks the client to sample.", object(json!({}))),
             Tool::new(
                 "add_resource",
                 "Adds the resource test://added and announces the change.",
@@ -357,6 +368,44 @@ impl ServerHandler for TestServer {
                 let _ = context.peer.notify_tool_list_changed().await;
                 let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
                 Ok(text("grown"))
+            }
+            "ask" => {
+                let params: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "About you",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "name": {"type": "string", "description": "Your name"},
+                        "color": {"type": "string", "enum": ["red", "blue"]},
+                        "sure": {"type": "boolean"}
+                    }, "required": ["name"]}
+                }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.create_elicitation(params).await {
+                    Ok(result) => Ok(text(serde_json::to_string(&result).unwrap_or_default())),
+                    Err(error) => Ok(text(format!("elicitation failed: {error}"))),
+                }
+            }
+            // Roots and sampling are deprecated by SEP-2577, still used by servers of the
+            // current revision.
+            #[allow(deprecated)]
+            "roots" => match context.peer.list_roots().await {
+                Ok(result) => Ok(text(
+                    serde_json::to_string(&result.roots).unwrap_or_default(),
+                )),
+                Err(error) => Ok(text(format!("roots failed: {error}"))),
+            },
+            #[allow(deprecated)]
+            "sample" => {
+                let params: rmcp::model::CreateMessageRequestParams =
+                    serde_json::from_value(json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                        "maxTokens": 10
+                    }))
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.create_message(params).await {
+                    Ok(_) => Ok(text("sampled")),
+                    Err(error) => Ok(text(format!("sampling failed: {error}"))),
+                }
             }
             "add_resource" => {
                 let listed = self.resources_listed.notified();

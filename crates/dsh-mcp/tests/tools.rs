@@ -28,6 +28,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
         offered(&w.adapter, 0),
         [
             "mcp__t__add_resource",
+            "mcp__t__ask",
             "mcp__t__echo",
             "mcp__t__env",
             "mcp__t__fail",
@@ -35,6 +36,8 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
             "mcp__t__image",
             "mcp__t__log",
             "mcp__t__progress",
+            "mcp__t__roots",
+            "mcp__t__sample",
             "mcp__t__slow",
             "mcp__t__write_file"
         ]
@@ -318,7 +321,10 @@ async fn a_servers_log_messages_go_to_the_debug_log_naming_the_server() {
 async fn a_servers_instructions_close_the_system_prompt_with_the_same_bytes_at_every_step() {
     let w = world_with(vec![
         test_server("plain", &[]),
-        test_server("t", &["--instructions", "Greet with echo. {{not_a_variable}}"]),
+        test_server(
+            "t",
+            &["--instructions", "Greet with echo. {{not_a_variable}}"],
+        ),
     ])
     .await;
     w.adapter
@@ -332,7 +338,10 @@ async fn a_servers_instructions_close_the_system_prompt_with_the_same_bytes_at_e
         first.ends_with("## MCP server `t`\nGreet with echo. { {not_a_variable}}"),
         "{first}"
     );
-    assert!(!first.contains("`plain`"), "a server without instructions adds nothing");
+    assert!(
+        !first.contains("`plain`"),
+        "a server without instructions adds nothing"
+    );
     assert_eq!(requests[1].system.as_deref(), Some(first.as_str()));
     assert_eq!(tool_results(handle.agent())[0].1, "hi");
 }

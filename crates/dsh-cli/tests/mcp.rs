@@ -187,7 +187,7 @@ fn mcp_list_shows_each_server_its_state_and_tools() {
         "{text}"
     );
     assert!(
-        text.contains("good: ready, 13 tool(s)\n  mcp__good__echo\n"),
+        text.contains("good: ready, 14 tool(s)\n  mcp__good__echo\n"),
         "{text}"
     );
     assert!(text.contains("off: disabled"), "{text}");

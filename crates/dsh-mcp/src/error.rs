@@ -53,6 +53,17 @@ pub enum McpError {
         /// The last lines the server printed on stderr, when it is a local program.
         stderr: String,
     },
+    /// A stdio server kept going away and was not started again.
+    #[error(
+        "MCP server `{server}`: went away again after {restarts} restarts; not started again \
+         (its tools are withdrawn)"
+    )]
+    GoneAway {
+        /// The server's name.
+        server: String,
+        /// How many times it was started again.
+        restarts: u32,
+    },
     /// Start-up took longer than `startup_timeout_sec`.
     #[error(
         "MCP server `{server}`: did not start within {timeout:?} (raise startup_timeout_sec if it is just slow){}{}",

@@ -30,6 +30,7 @@ mod config;
 mod elicit;
 pub mod env;
 mod error;
+mod exit;
 mod handler;
 pub mod instructions;
 mod listing;
@@ -56,4 +57,6 @@ pub use plugin::McpPlugin;
 pub use prompts::{PromptCommand, expand_prompt, prompt_commands};
 pub use resources::{LIST_RESOURCES, READ_RESOURCE};
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};
-pub use servers::{EnvLookup, FailureReporter, McpOptions, McpServers, ServerState, ServerStatus};
+pub use servers::{
+    EnvLookup, FailureReporter, MAX_RESTARTS, McpOptions, McpServers, ServerState, ServerStatus,
+};

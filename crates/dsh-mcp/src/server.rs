@@ -28,6 +28,7 @@ use crate::config::{ServerConfig, Transport};
 use crate::elicit::{Asker, RunningCall, RunningCalls};
 use crate::env::server_env;
 use crate::error::McpError;
+use crate::exit::EndWatch;
 use crate::handler::{Handler, ProgressSinks, Watched, workspace_roots};
 use crate::listing::Listing;
 use crate::naming::tool_name;
@@ -86,6 +87,8 @@ pub struct McpServer {
     offers_resources: bool,
     progress: ProgressSinks,
     calls: RunningCalls,
+    /// Turns `true` when a stdio server's output ends (`None` for HTTP servers).
+    ended: Option<watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -122,6 +125,7 @@ impl McpServer {
         };
         let mut process = None;
         let mut stderr = None;
+        let mut exit = None;
         let handshake = match &config.transport {
             Transport::Stdio {
                 command,
@@ -163,6 +167,8 @@ impl McpServer {
                     })?;
                 stderr = Some(proc.stderr.clone());
                 process = Some(proc);
+                let (stdout, ended) = EndWatch::new(stdout);
+                exit = Some(ended);
                 handler.serve((stdout, stdin)).boxed_start()
             }
             Transport::Http {
@@ -268,6 +274,7 @@ impl McpServer {
             offers_resources,
             progress,
             calls,
+            ended: exit,
         });
         // Bounded like a start: a server that never answers keeps its old list, and the
         // readers waiting for it go on.
@@ -301,6 +308,21 @@ impl McpServer {
             "prompts",
         );
         Ok(server)
+    }
+
+    /// Whether a stdio server has gone away already.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.as_ref().is_some_and(|e| *e.borrow())
+    }
+
+    /// Resolves when a stdio server has gone away (its output ended); never for an HTTP one.
+    pub(crate) async fn ended(&self) {
+        match self.ended.clone() {
+            Some(mut ended) => {
+                let _ = ended.wait_for(|e| *e).await;
+            }
+            None => std::future::pending().await,
+        }
     }
 
     /// The server's config.

@@ -25,6 +25,7 @@
 //!   and answers the result as JSON (or `elicitation failed: …`).
 //! - `roots`: answers the client's `roots/list` as JSON; `sample`: sends
 //!   `sampling/createMessage` and answers `sampled` or `sampling failed: …`.
+//! - `exit`: logs `exiting` and exits with status 3 without answering (restart tests).
 //! - `add_resource`: adds the resource `test://added`, announces
 //!   `notifications/resources/list_changed`, and answers `added` once the client listed the
 //!   resources again (at most 5 s later).
@@ -157,6 +158,7 @@ impl TestServer {
                 object(json!({})),
             ),
             Tool::new("roots", "Answers the client's roots.", object(json!({}))),
+            Tool::new("exit", "Exits the server at once.", object(json!({}))),
             Tool::new("sample", "Asks the client to sample.", object(json!({}))),
             Tool::new(
                 "add_resource",
@@ -406,6 +408,10 @@ impl ServerHandler for TestServer {
                     Ok(_) => Ok(text("sampled")),
                     Err(error) => Ok(text(format!("sampling failed: {error}"))),
                 }
+            }
+            "exit" => {
+                self.log("exiting");
+                std::process::exit(3);
             }
             "add_resource" => {
                 let listed = self.resources_listed.notified();

@@ -31,6 +31,7 @@ async fn a_server_tool_is_offered_namespaced_and_answers_through_the_loop() {
             "mcp__t__ask",
             "mcp__t__echo",
             "mcp__t__env",
+            "mcp__t__exit",
             "mcp__t__fail",
             "mcp__t__grow",
             "mcp__t__image",

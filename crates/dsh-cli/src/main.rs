@@ -93,6 +93,16 @@ fn main() {
             Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e.into()),
         },
+        Some(Command::Mcp(McpCommand::Add { name, url, command })) => {
+            match mcp::add(&overrides, &name, url, command) {
+                Ok(text) => print_out(&text),
+                Err(e) => fail(&e),
+            }
+        }
+        Some(Command::Mcp(McpCommand::Remove { name })) => match mcp::remove(&overrides, &name) {
+            Ok(text) => print_out(&text),
+            Err(e) => fail(&e),
+        },
         Some(Command::Hooks(command)) => {
             match Settings::load(&overrides)
                 .map_err(anyhow::Error::from)

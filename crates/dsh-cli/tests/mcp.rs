@@ -187,7 +187,14 @@ fn mcp_list_shows_each_server_its_state_and_tools() {
         "{text}"
     );
     assert!(
-        text.contains("good: ready, 14 tool(s)\n  mcp__good__echo\n"),
+        text.contains("good: ready, 14 tool(s), 2 resource(s), 1 prompt(s)\n  mcp__good__echo\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  resource test://greeting (text/plain)\n  resource test://dot (image/png)\n  \
+             prompt /mcp__good__review <file> [focus]\n"
+        ),
         "{text}"
     );
     assert!(text.contains("off: disabled"), "{text}");
@@ -293,6 +300,48 @@ fn dsh_run_sends_an_mcp_prompt_command_as_the_servers_prompt() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(
         stderr(&missing).contains("missing file (usage: /mcp__t__review <file> [focus])"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn mcp_add_and_remove_edit_config_toml_and_keep_its_comments() {
+    let w = World::new();
+    let path = w.home.path().join("config.toml");
+    let written = "# mine\n[mcp_servers.keep] # stays\ncommand = \"x\"\nenabled = false\n";
+    std::fs::write(&path, written).unwrap();
+    let added = w.output(&["mcp", "add", "t", "--", SERVER, "--log", "/dev/null"]);
+    assert_eq!(added.status.code(), Some(0), "stderr: {}", stderr(&added));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(written), "{text}");
+    assert!(
+        text.contains(&format!(
+            "[mcp_servers.t]\ncommand = {SERVER:?}\nargs = [\"--log\", \"/dev/null\"]\n"
+        )),
+        "{text}"
+    );
+    let listed = w.output(&["mcp", "list"]);
+    assert!(stdout(&listed).contains("t: ready"), "{}", stdout(&listed));
+    let http = w.output(&["mcp", "add", "docs", "--url", "https://example.com/mcp"]);
+    assert_eq!(http.status.code(), Some(0), "stderr: {}", stderr(&http));
+    let neither = w.output(&["mcp", "add", "nothing"]);
+    assert_eq!(neither.status.code(), Some(1));
+    assert!(stderr(&neither).contains("say how to reach the server"));
+    for name in ["t", "docs"] {
+        let removed = w.output(&["mcp", "remove", name]);
+        assert_eq!(
+            removed.status.code(),
+            Some(0),
+            "stderr: {}",
+            stderr(&removed)
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    let missing = w.output(&["mcp", "remove", "t"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("no MCP server `t`"),
         "{}",
         stderr(&missing)
     );

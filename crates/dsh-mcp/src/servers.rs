@@ -119,6 +119,10 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// The model-facing names of its offered tools (empty unless ready).
     pub tools: Vec<String>,
+    /// Its resources as `URI (MIME type)` (empty unless ready).
+    pub resources: Vec<String>,
+    /// Its prompts as the commands a person types, with their arguments (empty unless ready).
+    pub prompts: Vec<String>,
     /// The local server's process id.
     pub pid: Option<u32>,
 }
@@ -568,24 +572,41 @@ impl McpServers {
             .iter()
             .zip(entries.iter())
             .map(|(config, entry)| {
-                let (state, tools, pid) = match (&entry.state, config.enabled) {
-                    (_, false) => (ServerState::Disabled, Vec::new(), None),
-                    (None, true) => (ServerState::Starting, Vec::new(), None),
-                    (Some(Err(reason)), true) => {
-                        (ServerState::Failed(reason.clone()), Vec::new(), None)
-                    }
-                    (Some(Ok(server)), true) => (
-                        ServerState::Ready,
-                        server.tools().1.iter().map(|t| t.name.clone()).collect(),
-                        server.pid(),
-                    ),
-                };
-                ServerStatus {
+                let mut status = ServerStatus {
                     name: config.name.clone(),
-                    state,
-                    tools,
-                    pid,
+                    state: ServerState::Starting,
+                    tools: Vec::new(),
+                    resources: Vec::new(),
+                    prompts: Vec::new(),
+                    pid: None,
+                };
+                match (&entry.state, config.enabled) {
+                    (_, false) => status.state = ServerState::Disabled,
+                    (None, true) => {}
+                    (Some(Err(reason)), true) => status.state = ServerState::Failed(reason.clone()),
+                    (Some(Ok(server)), true) => {
+                        status.state = ServerState::Ready;
+                        status.tools = server.tools().1.iter().map(|t| t.name.clone()).collect();
+                        status.resources = server
+                            .resources()
+                            .iter()
+                            .map(|r| match &r.mime_type {
+                                Some(mime) => format!("{} ({mime})", r.uri),
+                                None => r.uri.clone(),
+                            })
+                            .collect();
+                        status.prompts =
+                            crate::prompts::prompt_commands(std::slice::from_ref(server))
+                                .into_iter()
+                                .map(|p| match p.argument_hint {
+                                    Some(hint) => format!("/{} {hint}", p.name),
+                                    None => format!("/{}", p.name),
+                                })
+                                .collect();
+                        status.pid = server.pid();
+                    }
                 }
+                status
             })
             .collect()
     }

@@ -73,6 +73,7 @@ mod terminal;
 mod translate;
 mod unconfigured;
 mod updates;
+mod watch;
 
 pub use bridge::BridgeClosing;
 pub use errors::AcpError;

@@ -75,7 +75,7 @@ impl ClientHandler for Handler {
     }
 
     /// A server's log message goes to dsh's log at debug level (it is the server's chatter,
-    /// not dsh's: `RUST_LOG=dsh_mcp=debug` shows it), whatever level the server gave it.
+    /// not dsh's: `DSH_LOG=dsh_mcp=debug` shows it), whatever level the server gave it.
     /// Logging is deprecated by the spec's next revision (SEP-2577), but servers of the
     /// current one send it.
     #[allow(deprecated)]

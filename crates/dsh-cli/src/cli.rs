@@ -348,6 +348,9 @@ pub enum McpCommand {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Trust this workspace's `.mcp.json` as it is now, so its servers start (until it
+    /// changes).
+    Trust,
     /// Remove `[mcp_servers.NAME]` from config.toml (comments kept).
     Remove {
         /// The server's name.

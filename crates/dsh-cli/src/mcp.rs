@@ -16,11 +16,21 @@ pub fn list(settings: Settings) -> i32 {
             return 1;
         }
     };
-    if settings.mcp_servers.is_empty() {
-        return crate::print_out(&format!(
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("dsh: cannot read the current directory: {e}");
+            return 1;
+        }
+    };
+    let (configs, notices) = dsh_harness::mcp::servers(&settings, &cwd);
+    let mut out: String = notices.iter().map(|n| format!("note: {n}\n")).collect();
+    if configs.is_empty() {
+        out.push_str(&format!(
             "no MCP servers configured (add [mcp_servers.NAME] to {})\n",
             settings.config_path.display()
         ));
+        return crate::print_out(&out);
     }
     let statuses = runtime.block_on(async {
         let ctx = Context::new();
@@ -28,7 +38,7 @@ pub fn list(settings: Settings) -> i32 {
         let mut options = dsh_harness::mcp::options(&settings)?;
         // Failures are part of the listing; no second report on stderr.
         options.on_failure = None;
-        let servers = McpServers::start(&ctx, settings.mcp_servers.clone(), options)
+        let servers = McpServers::start(&ctx, configs, options)
             .map_err(|e| anyhow::anyhow!("cannot start the MCP servers: {e}"))?;
         servers.settled().await;
         let statuses = servers.statuses();
@@ -42,7 +52,6 @@ pub fn list(settings: Settings) -> i32 {
             return 1;
         }
     };
-    let mut out = String::new();
     let mut failed = false;
     for status in &statuses {
         let state = match &status.state {
@@ -114,4 +123,26 @@ pub fn remove(overrides: &Overrides, name: &str) -> anyhow::Result<String> {
     } else {
         anyhow::bail!("no MCP server `{name}` in {}", path.display())
     }
+}
+
+/// `dsh mcp trust`: records this workspace's `.mcp.json`, as it is now, as trusted, so its
+/// servers start (until the file changes).
+pub fn trust(settings: &Settings, workspace: &std::path::Path) -> anyhow::Result<String> {
+    let Some(project) = dsh_harness::project_mcp::project_servers(&settings.home.value, workspace)
+        .map_err(|e| anyhow::anyhow!(e))?
+    else {
+        return Ok(format!(
+            "nothing to trust: no {} in {}\n",
+            dsh_harness::project_mcp::PROJECT_FILE,
+            workspace.display()
+        ));
+    };
+    dsh_fs::TrustRecord::new(&settings.home.value).trust(&project.path, &project.content)?;
+    let names: Vec<&str> = project.configs.iter().map(|c| c.name.as_str()).collect();
+    Ok(format!(
+        "trusted {} (sha256 {}): its MCP servers ({}) start from now on, until it changes\n",
+        project.path.display(),
+        dsh_fs::content_hash(&project.content),
+        names.join(", ")
+    ))
 }

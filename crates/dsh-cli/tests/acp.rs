@@ -406,7 +406,7 @@ fn an_mcp_servers_progress_updates_the_calls_card_before_its_result() {
         .push(MockResponse::tool_call(
             "call_1",
             "mcp__t__progress",
-            r#"{"steps":2}"#,
+            r#"{"steps":2,"every_ms":50}"#,
         ))
         .push(MockResponse::text("done"));
     let mut acp = Acp::spawn_with(&w, &["--auto-approve"]);

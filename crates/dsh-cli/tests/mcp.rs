@@ -254,7 +254,7 @@ fn a_servers_progress_is_a_progress_line_of_stream_json_between_call_and_result(
         .push(MockResponse::tool_call(
             "call_1",
             "mcp__t__progress",
-            r#"{"steps":2}"#,
+            r#"{"steps":2,"every_ms":50}"#,
         ))
         .push(MockResponse::text("ok"));
     let out = w.output(&["run", "--output-format", "stream-json", "go"]);
@@ -344,5 +344,39 @@ fn mcp_add_and_remove_edit_config_toml_and_keep_its_comments() {
         stderr(&missing).contains("no MCP server `t`"),
         "{}",
         stderr(&missing)
+    );
+}
+
+#[test]
+fn a_projects_mcp_json_starts_its_servers_only_once_trusted_as_it_is() {
+    let w = World::new();
+    let file = w.cwd.path().join(".mcp.json");
+    let project = serde_json::json!({"mcpServers": {"proj": {"command": SERVER, "args": []}}});
+    std::fs::write(&file, project.to_string()).unwrap();
+    let before = w.output(&["mcp", "list"]);
+    let text = stdout(&before);
+    assert!(
+        text.contains("configures MCP servers (proj) that were not started")
+            && text.contains("dsh mcp trust")
+            && !text.contains("proj: ready"),
+        "{text}"
+    );
+    let trusted = w.output(&["mcp", "trust"]);
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&trusted)
+    );
+    assert!(stdout(&trusted).contains("(proj)"), "{}", stdout(&trusted));
+    let after = w.output(&["mcp", "list"]);
+    assert!(stdout(&after).contains("proj: ready"), "{}", stdout(&after));
+    // Changed after the trust: not started again until trusted again.
+    std::fs::write(&file, format!("{project}\n")).unwrap();
+    let changed = w.output(&["mcp", "list"]);
+    assert!(
+        !stdout(&changed).contains("proj: ready"),
+        "{}",
+        stdout(&changed)
     );
 }

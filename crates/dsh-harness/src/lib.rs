@@ -59,6 +59,7 @@ pub mod mcp;
 mod open;
 mod planner;
 mod policy;
+pub mod project_mcp;
 mod resume_route;
 mod rewind;
 mod routes;

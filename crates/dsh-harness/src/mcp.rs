@@ -53,20 +53,37 @@ pub fn confine(ctx: &Context, supervision: Arc<dyn Supervision>) -> Result<(), H
         .map_err(|e| HarnessError::start("set up the sandbox of MCP servers", e))
 }
 
-/// Mounts the configured servers (started in the background; the first model request waits
-/// for them), or nothing when none is configured; either way stdio servers started on `ctx`
-/// later (ACP's `mcpServers`) run in the sandbox.
+/// The servers to start in `workspace`: the configured ones, then the trusted project
+/// servers of its `.mcp.json` (see [`crate::project_mcp`]), and what to say about the ones
+/// left out.
+pub fn servers(
+    settings: &Settings,
+    workspace: &std::path::Path,
+) -> (Vec<dsh_mcp::ServerConfig>, Vec<String>) {
+    match crate::project_mcp::project_servers(&settings.home.value, workspace) {
+        Ok(project) => crate::project_mcp::with_project(&settings.mcp_servers, project.as_ref()),
+        Err(error) => (settings.mcp_servers.clone(), vec![error]),
+    }
+}
+
+/// Mounts the configured servers and the trusted project servers (started in the background;
+/// the first model request waits for them), or nothing when there are none; either way stdio
+/// servers started on `ctx` later (ACP's `mcpServers`) run in the sandbox.
 pub(crate) async fn mount(
     ctx: &Context,
     settings: &Settings,
     supervision: Arc<dyn Supervision>,
 ) -> Result<Option<PluginHandle>, HarnessError> {
     confine(ctx, supervision)?;
-    if settings.mcp_servers.is_empty() {
+    let options = options(settings)?;
+    let (configs, notices) = servers(settings, &options.cwd);
+    for notice in notices {
+        eprintln!("dsh: {notice}");
+    }
+    if configs.is_empty() {
         return Ok(None);
     }
-    let options = options(settings)?;
-    let plugin = McpPlugin::new(settings.mcp_servers.clone(), options);
+    let plugin = McpPlugin::new(configs, options);
     Ok(Some(ctx.plugin(plugin).await.map_err(|e| {
         HarnessError::start("start the MCP servers", e)
     })?))

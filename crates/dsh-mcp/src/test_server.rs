@@ -17,7 +17,7 @@
 //! - `image`: answers a 2×1 PNG image block.
 //! - `progress {steps, every_ms?}`: reports `i/steps` (`step i`) through
 //!   `notifications/progress` for each step (each `every_ms` after the last), then answers
-//!   `progressed`.
+//!   `progressed` (`every_ms` after the last report).
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
@@ -461,6 +461,11 @@ impl ServerHandler for TestServer {
                             .with_total(steps as f64)
                             .with_message(format!("step {i}"));
                         let _ = context.peer.notify_progress(report).await;
+                    }
+                    // The last report gets the same head start on the answer as the others
+                    // had: the client dispatches notifications concurrently with responses.
+                    if every > 0 {
+                        tokio::time::sleep(Duration::from_millis(every)).await;
                     }
                 }
                 Ok(text("progressed"))

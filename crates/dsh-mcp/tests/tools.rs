@@ -189,7 +189,7 @@ async fn a_servers_progress_reports_reach_the_live_feed_of_the_call() {
         .push(Script::tool_call(
             "c1",
             "mcp__t__progress",
-            r#"{"steps":3}"#,
+            r#"{"steps":3,"every_ms":50}"#,
         ))
         .push(Script::text("done"));
     let handle = w.agent("a").await;

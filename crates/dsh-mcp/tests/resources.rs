@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use dsh_session::{ContentBlock, EventKind};
 use dsh_testkit::Script;
 
 #[tokio::test]
@@ -56,26 +55,7 @@ async fn a_servers_resources_are_listed_and_read_with_their_mime_type() {
     );
     assert!(!results[1].2);
     // The PNG arrives as an image block after its header line.
-    let image = handle
-        .agent()
-        .session()
-        .events()
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult(r) => match &r.message.content[0] {
-                ContentBlock::ToolResult {
-                    tool_call_id,
-                    content,
-                    ..
-                } if tool_call_id.as_str() == "c3" => content.iter().find_map(|b| match b {
-                    ContentBlock::Image { attachment } => Some(attachment.clone()),
-                    _ => None,
-                }),
-                _ => None,
-            },
-            _ => None,
-        })
-        .expect("the image resource as an image block");
+    let image = result_image(handle.agent(), "c3").expect("the image resource as an image block");
     assert_eq!(image.media_type, "image/png");
     assert!(results[3].2, "an unknown server is an error");
     assert!(

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use common::*;
 use dsh_mcp::{McpOptions, ServerConfig, ServerState};
-use dsh_session::{ContentBlock, EventKind};
 use dsh_testkit::Script;
 use parking_lot::Mutex;
 
@@ -75,22 +74,7 @@ async fn an_is_error_result_is_an_error_result_and_an_image_reaches_the_model_as
         ("c1".to_owned(), "it failed".to_owned(), true, None)
     );
     // The server's PNG is stored and the result carries it by reference.
-    let image = handle
-        .agent()
-        .session()
-        .events()
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::ToolResult(r) => match &r.message.content[0] {
-                ContentBlock::ToolResult { content, .. } => content.iter().find_map(|b| match b {
-                    ContentBlock::Image { attachment } => Some(attachment.clone()),
-                    _ => None,
-                }),
-                _ => None,
-            },
-            _ => None,
-        })
-        .expect("an image block in the result");
+    let image = result_image(handle.agent(), "c2").expect("an image block in the result");
     assert_eq!(image.media_type, "image/png");
     assert_eq!((image.width, image.height), (Some(2), Some(1)));
 }

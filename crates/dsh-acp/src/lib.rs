@@ -61,6 +61,7 @@ mod options;
 mod permission;
 mod plan;
 mod planning;
+mod progress;
 mod prompt;
 mod question;
 mod record;

@@ -316,11 +316,12 @@ async fn chat(
                 None => say("no session; try /new"),
             },
             ChatCommand::Other(line) => {
-                let expanded = handle
-                    .as_ref()
-                    .and_then(|h| harness.expand(h.agent().id(), &line));
+                let expanded = match &handle {
+                    Some(h) => harness.expand_line(h.agent().id(), &line).await,
+                    None => None,
+                };
                 match (expanded, &handle) {
-                    (Some(Ok(expansion)), Some(h)) => send(h, expansion.prompt, &say),
+                    (Some(Ok(prompt)), Some(h)) => send(h, prompt, &say),
                     (Some(Err(problem)), _) => say(&format!("dsh: {problem}")),
                     _ => {
                         let name = line.split_whitespace().next().unwrap_or(&line);
@@ -388,11 +389,10 @@ fn switch_plan(harness: &Harness, handle: &AgentHandle, switch: PlanSwitch, say:
 fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
     let mut text = HELP.to_owned();
     let entries = handle
-        .and_then(|h| harness.catalog(h.agent().id()))
-        .map(|c| c.slash_entries())
+        .map(|h| harness.slash_entries(h.agent().id()))
         .unwrap_or_default();
     if !entries.is_empty() {
-        text.push_str("\nthis project's commands and skills:");
+        text.push_str("\nthis project's commands, skills and MCP prompts:");
         for e in entries {
             let hint = e.argument_hint.map(|h| format!(" {h}")).unwrap_or_default();
             text.push_str(&format!("\n  /{}{hint}  {}", e.name, e.description));

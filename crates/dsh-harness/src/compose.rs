@@ -133,7 +133,7 @@ pub struct Harness {
     web: PluginHandle,
     skills: PluginHandle,
     plan: PluginHandle,
-    mcp: Option<PluginHandle>,
+    pub(crate) mcp: Option<PluginHandle>,
     hooks: PluginHandle,
     /// Keeps the guard's pipeline listeners registered.
     _guard: dsh_guard::Installed,

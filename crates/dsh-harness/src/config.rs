@@ -14,9 +14,11 @@ use serde::Deserialize;
 
 pub use crate::error::ConfigError;
 use crate::error::{config_bail, config_error};
+pub use edit::{NewServer, add_mcp_server, remove_mcp_server};
 
 pub mod checkpoints;
 mod compaction;
+mod edit;
 mod effort;
 mod empty;
 pub mod guard;

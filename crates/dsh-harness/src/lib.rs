@@ -60,6 +60,7 @@ mod network;
 mod open;
 mod planner;
 mod policy;
+pub mod project_mcp;
 mod resume_route;
 mod rewind;
 mod routes;

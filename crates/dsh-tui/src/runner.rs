@@ -430,7 +430,10 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                 },
                 Effect::Redraw => redraw(&mut terminal)?,
                 Effect::Expand { line, queue } => {
-                    let expanded = app.session.as_ref().and_then(|id| host.expand(id, &line));
+                    let expanded = match app.session.as_ref() {
+                        Some(id) => host.expand(id, &line).await,
+                        None => None,
+                    };
                     match expanded {
                         Some(Ok(prompt)) => {
                             for effect in app.say(prompt, queue) {

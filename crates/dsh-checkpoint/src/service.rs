@@ -15,7 +15,7 @@ use crate::path::RelPath;
 use crate::restore::{Applied, Fault, Journal, apply};
 use crate::snapshot::{Limits, Skipped, Snapshot, decode_skipped, encode_skipped, record};
 use crate::store::{Flat, ShadowStore};
-use crate::timeline::{MarkKind, marks, spans, turn_last, turn_start};
+use crate::timeline::{MarkKind, last_mark, marks, spans, turn_last, turn_start};
 
 /// Default size cap: files larger than this are not checkpointed.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -315,7 +315,7 @@ impl Checkpoints {
     ) -> Result<Option<Created>, CheckpointError> {
         let workspace = workspace_of(session)?;
         self.recover(&workspace).await?;
-        let last = session.with_events(|e| marks(e).last().map(|m| m.tree));
+        let last = session.with_events(|e| last_mark(e).map(|m| m.tree));
         let limits = self.limits();
         let created = self
             .with_workspace(&workspace, move |ws| {

@@ -3,7 +3,10 @@
 //! `cargo bench -p dsh-cli --bench startup` (an optimized build of `dsh`; `DSH_BENCH_BINARY=PATH`
 //! measures another build instead, so two versions can be compared in one sitting). Prints:
 //! - time from spawning `dsh run` to the first request the mock server receives (a one-step
-//!   run, several samples; the goal is under 15 ms);
+//!   run, several samples, `DSH_BENCH_STARTUP_SAMPLES`; the goal is under 15 ms), against its
+//!   floor (executing the binary to its exit plus one bare streamed request; the goal is at
+//!   most 1.5×) and, with `DSH_BENCH_COMPARE=PATH`, another build's runs interleaved with
+//!   these (issue 28: no more than 1 ms later than before the harness move);
 //! - for a 20-step run (each step one `bash` call running `echo`, then a final answer): total
 //!   wall time, user and system CPU time, and peak RSS (the goal is under 20 MB).
 //!
@@ -53,10 +56,20 @@ fn tv(t: nix::sys::time::TimeVal) -> Duration {
 }
 
 fn run_once(server: &MockServer, home: &std::path::Path, cwd: &std::path::Path) -> Sample {
+    run_binary(&binary(), server, home, cwd)
+}
+
+/// One `dsh run` of `bin` against `server`.
+fn run_binary(
+    bin: &std::path::Path,
+    server: &MockServer,
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+) -> Sample {
     let before = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
     let seen = server.requests().len();
     let start = Instant::now();
-    let out = Command::new(binary())
+    let out = Command::new(bin)
         .args(["run", "benchmark task"])
         .env("DSH_HOME", home)
         .env("HOME", home)
@@ -102,6 +115,28 @@ fn bare_request(server: &MockServer, body: &str) {
     assert!(answer.windows(6).any(|w| w == b"[DONE]"), "not a stream");
 }
 
+/// The floor of start-up: executing the binary until it exits (`--version`: the loader, the
+/// secrets check, argument parsing) plus one bare streamed request.
+fn startup_floor(server: &MockServer) -> Duration {
+    let start = Instant::now();
+    let status = Command::new(binary())
+        .arg("--version")
+        // No secret in its environment: a bare exec, without the re-exec that drops them.
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    server.push(MockResponse::text("floor"));
+    let body = serde_json::json!({"model": "deepseek-v4-flash", "stream": true,
+        "messages": [{"role": "user", "content": "benchmark task"}]})
+    .to_string();
+    bare_request(server, &body);
+    start.elapsed()
+}
+
 /// The floor of the `STEPS`-step run: the same requests and commands, no harness.
 fn floor_once(server: &MockServer, cwd: &std::path::Path) -> Duration {
     push_steps(server);
@@ -137,6 +172,10 @@ fn push_steps(server: &MockServer) {
     server.push(MockResponse::text("all steps done"));
 }
 
+/// One request of the long run: when it had fully arrived, when its answer was written, and
+/// dsh's CPU ticks when it arrived.
+type Exchange = (Instant, Instant, Option<u64>);
+
 /// A model server for the long run. It answers each request at once with one `bash` call (the
 /// last with a final text), without parsing or checking the request body, and records when a
 /// request had fully arrived and when its answer was written: the mock server's JSON parse and
@@ -146,7 +185,7 @@ struct StepServer {
     addr: std::net::SocketAddr,
     /// `(request fully read, answer written, dsh's CPU ticks when the request arrived)` per
     /// request, in order.
-    times: std::sync::Arc<std::sync::Mutex<Vec<(Instant, Instant, Option<u64>)>>>,
+    times: std::sync::Arc<std::sync::Mutex<Vec<Exchange>>>,
     /// The pid of the dsh under test, once spawned (0 before).
     pid: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
@@ -359,17 +398,57 @@ fn main() {
     server.push(MockResponse::text("warm"));
     run_once(&server, home.path(), cwd.path());
 
+    let samples = std::env::var("DSH_BENCH_STARTUP_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(STARTUP_SAMPLES)
+        .max(1);
+    // `DSH_BENCH_COMPARE=PATH`: another build's runs interleaved with this one's, sample by
+    // sample, so both see the same machine (issue 28's check: no more than 1 ms later).
+    let other = std::env::var_os("DSH_BENCH_COMPARE").map(std::path::PathBuf::from);
+    if let Some(other) = &other {
+        server.push(MockResponse::text("warm"));
+        run_binary(other, &server, home.path(), cwd.path());
+    }
     let mut firsts = Vec::new();
-    for _ in 0..STARTUP_SAMPLES {
+    let mut others = Vec::new();
+    let mut floors = Vec::new();
+    for _ in 0..samples {
         server.push(MockResponse::text("ok"));
         firsts.push(run_once(&server, home.path(), cwd.path()).first_request);
+        if let Some(other) = &other {
+            server.push(MockResponse::text("ok"));
+            others.push(run_binary(other, &server, home.path(), cwd.path()).first_request);
+        }
+        floors.push(startup_floor(&server));
     }
-    firsts.sort();
+    let spread = |xs: &mut Vec<Duration>| {
+        let median = self::median(xs);
+        format!(
+            "min {}  median {}  max {}",
+            ms(xs[0]),
+            ms(median),
+            ms(xs[xs.len() - 1])
+        )
+    };
     println!(
-        "start -> first request ({STARTUP_SAMPLES} one-step runs): min {}  median {}  max {}",
-        ms(firsts[0]),
-        ms(firsts[firsts.len() / 2]),
-        ms(firsts[firsts.len() - 1])
+        "start -> first request ({samples} one-step runs): {}",
+        spread(&mut firsts)
+    );
+    if let Some(other) = &other {
+        println!(
+            "  {} interleaved: {}  (this build {:+.2} ms at the median)",
+            other.display(),
+            spread(&mut others),
+            (median(&mut firsts).as_secs_f64() - median(&mut others).as_secs_f64()) * 1e3
+        );
+    }
+    let floor = median(&mut floors);
+    println!(
+        "  floor (exec of the binary to its exit, `--version`, plus one bare streamed request): \
+         {}  first request / floor {:.2}x",
+        ms(floor),
+        median(&mut firsts).as_secs_f64() / floor.as_secs_f64()
     );
 
     // The run and its floor alternate, medians of `LOOP_SAMPLES` each, so both see the same

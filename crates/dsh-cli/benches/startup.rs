@@ -59,6 +59,38 @@ fn run_once(server: &MockServer, home: &std::path::Path, cwd: &std::path::Path) 
     run_binary(&binary(), server, home, cwd)
 }
 
+/// `bin run "benchmark task"` against the model server at `url`, in `cwd` with home `home`.
+fn dsh_run(
+    bin: &std::path::Path,
+    url: &str,
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+) -> Command {
+    let mut command = Command::new(bin);
+    command
+        .args(["run", "benchmark task"])
+        .env("DSH_HOME", home)
+        .env("HOME", home)
+        .env("DEEPSEEK_BASE_URL", url)
+        .env("DEEPSEEK_API_KEY", "bench")
+        .env_remove("DSH_LOG")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Waits for a `dsh run` and checks it succeeded.
+fn finish(child: std::process::Child) {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "dsh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One `dsh run` of `bin` against `server`.
 fn run_binary(
     bin: &std::path::Path,
@@ -69,25 +101,8 @@ fn run_binary(
     let before = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
     let seen = server.requests().len();
     let start = Instant::now();
-    let out = Command::new(bin)
-        .args(["run", "benchmark task"])
-        .env("DSH_HOME", home)
-        .env("HOME", home)
-        .env("DEEPSEEK_BASE_URL", server.url())
-        .env("DEEPSEEK_API_KEY", "bench")
-        .env_remove("DSH_LOG")
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+    finish(dsh_run(bin, &server.url(), home, cwd).spawn().unwrap());
     let wall = start.elapsed();
-    assert!(
-        out.status.success(),
-        "dsh failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let after = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
     let first = &server.requests()[seen];
     Sample {
@@ -137,6 +152,18 @@ fn startup_floor(server: &MockServer) -> Duration {
     start.elapsed()
 }
 
+/// Step `i`'s command, spawned directly: `bash -c "echo step i"`.
+fn step_command(cwd: &std::path::Path, i: usize) {
+    let status = Command::new("bash")
+        .args(["-c", &format!("echo step {i}")])
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+}
+
 /// The floor of the `STEPS`-step run: the same requests and commands, no harness.
 fn floor_once(server: &MockServer, cwd: &std::path::Path) -> Duration {
     push_steps(server);
@@ -146,14 +173,7 @@ fn floor_once(server: &MockServer, cwd: &std::path::Path) -> Duration {
     let start = Instant::now();
     for i in 0..STEPS {
         bare_request(server, &body);
-        let status = Command::new("bash")
-            .args(["-c", &format!("echo step {i}")])
-            .current_dir(cwd)
-            .stdout(Stdio::piped())
-            .output()
-            .unwrap()
-            .status;
-        assert!(status.success());
+        step_command(cwd, i);
     }
     bare_request(server, &body);
     start.elapsed()
@@ -301,28 +321,13 @@ fn median(xs: &mut [Duration]) -> Duration {
 /// and that time less the floor of a step (spawning the same `bash -c echo` directly).
 fn long_session(home: &std::path::Path, cwd: &std::path::Path, steps: usize) {
     let server = StepServer::start(steps);
-    let child = Command::new(binary())
-        .args(["run", "benchmark task"])
-        .env("DSH_HOME", home)
-        .env("HOME", home)
-        .env("DEEPSEEK_BASE_URL", server.url())
-        .env("DEEPSEEK_API_KEY", "bench")
-        .env_remove("DSH_LOG")
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let child = dsh_run(&binary(), &server.url(), home, cwd)
         .spawn()
         .unwrap();
     server
         .pid
         .store(child.id(), std::sync::atomic::Ordering::SeqCst);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "dsh failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    finish(child);
     let times = server.times.lock().unwrap().clone();
     assert_eq!(
         times.len(),
@@ -337,15 +342,8 @@ fn long_session(home: &std::path::Path, cwd: &std::path::Path, steps: usize) {
     let mut command = Vec::new();
     for i in 0..41 {
         let start = Instant::now();
-        let status = Command::new("bash")
-            .args(["-c", &format!("echo step {i}")])
-            .current_dir(cwd)
-            .stdout(Stdio::piped())
-            .output()
-            .unwrap()
-            .status;
+        step_command(cwd, i);
         command.push(start.elapsed());
-        assert!(status.success());
     }
     let command = median(&mut command);
     let window = 21;

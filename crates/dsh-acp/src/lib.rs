@@ -72,6 +72,7 @@ mod terminal;
 mod translate;
 mod unconfigured;
 mod updates;
+mod watch;
 
 pub use bridge::BridgeClosing;
 pub use errors::AcpError;

@@ -12,7 +12,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse};
 use agent_client_protocol::{Client, Error};
 use dsh_agent::ResumeAgentOptions;
-use dsh_session::{Persistence, PersistenceError, SessionId};
+use dsh_session::{Persistence, PersistenceError, SessionFollow, SessionId};
 
 use crate::bridge::Bridge;
 use crate::editor::EditorOffer;
@@ -59,27 +59,26 @@ async fn resume(
         )));
     }
     // The workspace check happens before any agent is built: a mismatch builds nothing.
-    let stored = persistence.load(id).await.map_err(|e| match e {
-        PersistenceError::NotFound { .. } => unknown_session(id),
-        // An id no session can have (say, empty) is the client's mistake, not our failure.
-        invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
-        other => internal(format!("cannot load session {id}: {}", chain(&other))),
-    })?;
-    match &stored.header.cwd {
-        Some(cwd) if same_dir(cwd, &request.cwd) => {}
-        Some(cwd) => {
-            return Err(invalid(format!(
-                "session {id} belongs to {}, not {}",
-                cwd.display(),
-                request.cwd.display()
-            )));
+    let stored = match persistence.load(id).await {
+        Ok(stored) => stored,
+        // Another dsh runs it: shown read-only, as it goes on there.
+        Err(e) if e.is_held_elsewhere() => {
+            if let Some(follow) = bridge.ctx.get::<dyn SessionFollow>() {
+                bridge.release_load(id);
+                return crate::watch::watch(bridge, follow, id, request, conn).await;
+            }
+            return Err(internal(format!("cannot load session {id}: {}", chain(&e))));
         }
-        None => {
-            return Err(invalid(format!(
-                "session {id} has no working directory and cannot be loaded by an editor"
-            )));
+        Err(e) => {
+            return Err(match e {
+                PersistenceError::NotFound { .. } => unknown_session(id),
+                // An id no session can have (say, empty) is the client's mistake.
+                invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
+                other => internal(format!("cannot load session {id}: {}", chain(&other))),
+            });
         }
-    }
+    };
+    check_cwd(id, stored.header.cwd.as_deref(), &request.cwd)?;
     drop(stored);
     let servers = crate::mcp::configs(&request.mcp_servers)?;
     let plan = bridge
@@ -160,6 +159,26 @@ async fn reload(
 
 /// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a
 /// session started under `/tmp/x` is the same workspace when an editor opens `/private/tmp/x`).
+/// Refuses a session stored for another directory than the one the client names (or for
+/// none: an editor needs one).
+pub(crate) fn check_cwd(
+    id: &SessionId,
+    stored: Option<&std::path::Path>,
+    requested: &std::path::Path,
+) -> Result<(), Error> {
+    match stored {
+        Some(cwd) if same_dir(cwd, requested) => Ok(()),
+        Some(cwd) => Err(invalid(format!(
+            "session {id} belongs to {}, not {}",
+            cwd.display(),
+            requested.display()
+        ))),
+        None => Err(invalid(format!(
+            "session {id} has no working directory and cannot be loaded by an editor"
+        ))),
+    }
+}
+
 fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
     a == b
         || matches!(

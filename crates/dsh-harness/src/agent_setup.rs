@@ -27,6 +27,9 @@ pub struct AgentSpec {
     pub home: Option<PathBuf>,
     /// The person's home directory (`~/.agents/skills`, `~/.claude/skills`).
     pub user_home: Option<PathBuf>,
+    /// Offer the provider's own web search with every model request
+    /// (`[web_search] provider = "native"`).
+    pub provider_web_search: Option<dsh_llm::ProviderWebSearch>,
 }
 
 /// The per-agent composition: the `AGENTS.md` section of the agent's own working directory
@@ -37,6 +40,7 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
     let effort = spec.reasoning_effort.clone();
     let home = spec.home.clone();
     let user_home = spec.user_home.clone();
+    let provider_web_search = spec.provider_web_search;
     Box::new(move |agent_ctx: Context| {
         async move {
             let cwd = dsh_agent::agent_of(&agent_ctx)
@@ -78,10 +82,28 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
             if let Some(effort) = effort {
                 crate::effort::apply(&agent_ctx, effort)?;
             }
+            if let Some(search) = provider_web_search {
+                offer_provider_web_search(&agent_ctx, search)?;
+            }
             Ok(None)
         }
         .boxed()
     })
+}
+
+/// Puts the provider's own web search in every model request's configuration (so the
+/// request header logs it); adapters whose API has none send the request without it.
+fn offer_provider_web_search(
+    agent_ctx: &Context,
+    search: dsh_llm::ProviderWebSearch,
+) -> Result<(), BoxError> {
+    let _ = agent_ctx.on_waterfall::<dsh_agent::events::AgentRequest, _>(
+        move |mut proposal, next| {
+            proposal.config.web_search = Some(search);
+            async move { next.run(proposal).await }
+        },
+    )?;
+    Ok(())
 }
 
 /// Cancels the agent with a hook cause when it proposes its `max + 1`-th model request (each

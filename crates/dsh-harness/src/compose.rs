@@ -29,6 +29,7 @@ use dsh_store_jsonl::FileAttachments;
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 
+use crate::config::web_search::WebSearchChoice;
 use crate::config::{Overrides, Settings, Source, Sourced};
 use crate::error::HarnessError;
 use crate::planner::Planner;
@@ -186,12 +187,10 @@ impl Harness {
                 .values()
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
                 .chain(settings.store.password_env().map(str::to_owned))
-                .chain(
-                    settings
-                        .web_search
-                        .as_ref()
-                        .and_then(|s| s.api_key_env.clone()),
-                )
+                .chain(settings.web_search.as_ref().and_then(|s| match s {
+                    WebSearchChoice::Api(api) => api.api_key_env.clone(),
+                    WebSearchChoice::Provider(_) => None,
+                }))
                 .collect(),
             // Spill files in dsh's own home, which no sandboxed command may write.
             scratch_dir: Some(settings.home.value.join("scratch")),
@@ -269,11 +268,11 @@ impl Harness {
             .map_err(|e| HarnessError::start("mount subagents", e))?;
         let web = ctx
             .plugin(WebPlugin {
-                search: settings
-                    .web_search
-                    .as_ref()
-                    .map(|s| s.config(&crate::env::process_env))
-                    .transpose()?,
+                search: match &settings.web_search {
+                    Some(WebSearchChoice::Api(api)) => Some(api.config(&crate::env::process_env)?),
+                    // The provider searches by itself: dsh offers no tool for it.
+                    Some(WebSearchChoice::Provider(_)) | None => None,
+                },
                 ..WebPlugin::default()
             })
             .await

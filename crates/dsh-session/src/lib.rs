@@ -17,6 +17,7 @@
 pub mod attachments;
 pub mod error;
 pub mod event;
+pub mod follow;
 pub mod fork;
 pub mod header;
 pub mod ids;
@@ -43,6 +44,7 @@ pub use event::{
     SpliceOutcome, StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd,
     TurnEndReason, TurnStart,
 };
+pub use follow::{FollowedEvents, SessionFollow};
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use dsh_agent::{AgentOptions, AgentRef, CreateAgentOptions};
+use dsh_agent::{AgentOptions, AgentRef, CreateAgentOptions, WorkspaceFence};
 use dsh_agent_loop::{Core, CoreConfig, mount_core};
 use dsh_checkpoint::store::{lock_dir, store_dir};
 use dsh_checkpoint::{CheckpointConfig, CheckpointPlugin};
 use dsh_kernel::Context;
 use dsh_session::{EventKind, Message, SessionMeta, TurnEndReason};
 use dsh_shell::{LocalShellExecutor, ShellConfig, ShellExecutor};
-use dsh_testkit::{Script, ScriptedAdapter, bounded};
+use dsh_testkit::{Gate, Script, ScriptedAdapter, bounded};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 
 struct H {
@@ -24,9 +24,17 @@ struct H {
 }
 
 async fn harness() -> H {
+    harness_with(None).await
+}
+
+/// A harness whose plugin finds `fence` already provided (else it provides its own).
+async fn harness_with(fence: Option<Arc<WorkspaceFence>>) -> H {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let ctx = Context::new();
+    if let Some(fence) = fence {
+        ctx.provide::<WorkspaceFence>(fence).unwrap();
+    }
     let executor: Arc<dyn ShellExecutor> =
         Arc::new(LocalShellExecutor::new(ShellConfig::default()).unwrap());
     ctx.provide::<dyn ShellExecutor>(executor).unwrap();
@@ -72,6 +80,17 @@ impl H {
         // The tests never tear agents down; the handle must not dispose on drop either.
         std::mem::forget(handle);
         agent
+    }
+
+    /// Scripts a turn whose one `bash` call creates `made-by-the-turn`, then ends.
+    fn push_touching_turn(&self) {
+        self.model
+            .push(Script::tool_call(
+                "c1",
+                "bash",
+                r#"{"command":"touch made-by-the-turn","description":"test"}"#,
+            ))
+            .push(Script::text("done"));
     }
 
     fn store(&self) -> std::path::PathBuf {
@@ -128,13 +147,7 @@ async fn the_turn_checkpoint_does_not_hold_up_the_first_request_and_precedes_eve
 
     // Another process holds the store: the next turn's checkpoint cannot finish.
     let lock = lock_dir(&h.store(), false).unwrap();
-    h.model
-        .push(Script::tool_call(
-            "c1",
-            "bash",
-            r#"{"command":"touch made-by-the-turn","description":"test"}"#,
-        ))
-        .push(Script::text("done"));
+    h.push_touching_turn();
     agent.followup(Message::user_text("second")).unwrap();
     // The turn's model request goes out while its checkpoint is still pending.
     bounded(h.model.wait_for_requests(2)).await;
@@ -169,4 +182,27 @@ async fn the_turn_checkpoint_does_not_hold_up_the_first_request_and_precedes_eve
     );
     let end = at(2, "end");
     assert_ne!(end.3, second_start.3, "the turn's end sees the new file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_waits_for_the_work_holding_the_sessions_workspace_fence() {
+    let fence = Arc::new(WorkspaceFence::default());
+    let h = harness_with(Some(fence.clone())).await;
+    let agent = h.agent().await;
+    // Work held before the turn (as the turn's checkpoint holds it): its gate is reached when
+    // a passer first waits on it.
+    let gate = Gate::new();
+    let held = gate.clone();
+    fence.hold(agent.session().id(), async move { held.pass().await });
+    h.push_touching_turn();
+    agent.followup(Message::user_text("go")).unwrap();
+    tokio::select! {
+        () = h.model.wait_for_requests(2) => panic!("the tool ran past the held fence"),
+        () = bounded(gate.reached()) => {}
+    }
+    assert!(!h.work.path().join("made-by-the-turn").exists());
+    gate.release();
+    bounded(agent.when_idle()).await;
+    assert_eq!(last_turn_end(&agent), TurnEndReason::Completed);
+    assert!(h.work.path().join("made-by-the-turn").exists());
 }

@@ -10,6 +10,7 @@ use dsh_session::{EventKind, Persistence, Session, SessionId, SessionOrigin, Ses
 use dsh_tools::ToolsPreExecute;
 use parking_lot::Mutex;
 
+use crate::error::CheckpointError;
 use crate::events::At;
 use crate::service::{CheckpointConfig, Checkpoints};
 
@@ -103,15 +104,26 @@ impl Plugin for CheckpointPlugin {
             async move {
                 let session = request.agent.session().clone();
                 if request.step == 1 && top_level(&session) {
-                    // Beside the first request; every side effect of the turn waits for it.
+                    // Recorded beside the first request; every side effect of the turn waits
+                    // for it. Its event is appended by the first to pass the fence (a shared
+                    // future runs where it is awaited), not while the request's flush runs.
                     let turn = request.turn;
                     let id = session.id().clone();
+                    let recorder = service.clone();
+                    let recorded = session.clone();
                     let task = tokio::spawn(async move {
-                        take(&service, &session, turn, 0, At::Turn).await;
+                        recorder.record(&recorded, turn, 0, At::Turn).await
                     });
                     fence.hold(&id, async move {
-                        if let Err(error) = task.await {
-                            tracing::warn!(%error, "the turn checkpoint's task failed");
+                        let outcome = match task.await {
+                            Ok(recorded) => recorded
+                                .and_then(|c| c.map_or(Ok(()), |c| service.publish(&session, &c))),
+                            Err(error) => Err(CheckpointError::Session(format!(
+                                "the checkpoint's task failed: {error}"
+                            ))),
+                        };
+                        if let Err(error) = outcome {
+                            tracing::warn!(session = %session.id(), %error, "checkpoint failed; this turn cannot be rewound");
                         }
                     });
                 }

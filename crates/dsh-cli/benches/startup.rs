@@ -411,12 +411,25 @@ fn main() {
     let mut firsts = Vec::new();
     let mut others = Vec::new();
     let mut floors = Vec::new();
-    for _ in 0..samples {
-        server.push(MockResponse::text("ok"));
-        firsts.push(run_once(&server, home.path(), cwd.path()).first_request);
-        if let Some(other) = &other {
-            server.push(MockResponse::text("ok"));
-            others.push(run_binary(other, &server, home.path(), cwd.path()).first_request);
+    for i in 0..samples {
+        // Which build goes first alternates: a run's exit (its last writes and syncs) overlaps
+        // the next one's start.
+        let mut pair = [true, false];
+        if i % 2 == 1 {
+            pair.reverse();
+        }
+        for this in pair {
+            match (this, &other) {
+                (true, _) => {
+                    server.push(MockResponse::text("ok"));
+                    firsts.push(run_once(&server, home.path(), cwd.path()).first_request);
+                }
+                (false, Some(other)) => {
+                    server.push(MockResponse::text("ok"));
+                    others.push(run_binary(other, &server, home.path(), cwd.path()).first_request);
+                }
+                (false, None) => {}
+            }
         }
         floors.push(startup_floor(&server));
     }

@@ -277,7 +277,7 @@ impl SessionState {
         let mut b = self.bound.lock();
         b.agent = Some(Arc::downgrade(agent));
         b.tag = agent.ctx().tag().cloned();
-        b.cwd = agent.session().header().cwd.clone();
+        b.cwd = agent.session().cwd();
         self.updates.bind(b.tag.clone(), b.cwd.clone());
     }
 }

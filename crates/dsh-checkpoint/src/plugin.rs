@@ -50,7 +50,7 @@ impl CheckpointPlugin {
 }
 
 fn top_level(session: &Session) -> bool {
-    session.header().origin != Some(SessionOrigin::Subagent) && session.header().cwd.is_some()
+    session.header().origin != Some(SessionOrigin::Subagent) && session.cwd().is_some()
 }
 
 async fn take(service: &Checkpoints, session: &Arc<Session>, turn: u64, step: u64, at: At) {

@@ -666,9 +666,7 @@ impl Checkpoints {
 /// The session's working directory.
 pub fn workspace_of(session: &Session) -> Result<PathBuf, CheckpointError> {
     session
-        .header()
-        .cwd
-        .clone()
+        .cwd()
         .ok_or_else(|| CheckpointError::NoWorkspace(session.id().to_string()))
 }
 

@@ -129,8 +129,13 @@ pub fn main(
     plan: bool,
 ) -> i32 {
     let first = reference.clone();
+    // `--cwd` with `--resume` moves the resumed session there (only that first session:
+    // `/resume` inside the chat keeps each session where it works).
+    let move_to = cwd
+        .clone()
+        .filter(|_| matches!(reference, SessionReference::Resume(_)));
     crate::tui::start(settings, cwd, &reference, |settings, cwd, signals| {
-        chat(settings, flags, cwd, first, signals, plan)
+        chat(settings, flags, cwd, first, move_to, signals, plan)
     })
 }
 
@@ -139,6 +144,7 @@ async fn chat(
     flags: Overrides,
     cwd: PathBuf,
     first: SessionReference,
+    move_to: Option<PathBuf>,
     signals: crate::signals::Signals,
     plan: bool,
 ) -> anyhow::Result<()> {
@@ -188,9 +194,27 @@ async fn chat(
         harness.settings().provider.value,
         cwd.display()
     ));
-    let mut handle = open(&harness, first, &cwd, &current, &say, plan).await;
+    let mut handle = open(
+        &harness,
+        first,
+        move_to.as_deref().unwrap_or(&cwd),
+        &current,
+        &say,
+        plan,
+        move_to.is_some(),
+    )
+    .await;
     if handle.is_none() {
-        handle = open(&harness, SessionReference::New, &cwd, &current, &say, plan).await;
+        handle = open(
+            &harness,
+            SessionReference::New,
+            &cwd,
+            &current,
+            &say,
+            plan,
+            false,
+        )
+        .await;
     }
     // Start-up is over: Ctrl-C cancels the turn from here on (`sigint`); SIGTERM still ends dsh.
     signals.interactive();
@@ -244,7 +268,16 @@ async fn chat(
             },
             ChatCommand::New => {
                 close(handle.take()).await;
-                handle = open(&harness, SessionReference::New, &cwd, &current, &say, false).await;
+                handle = open(
+                    &harness,
+                    SessionReference::New,
+                    &cwd,
+                    &current,
+                    &say,
+                    false,
+                    false,
+                )
+                .await;
             }
             ChatCommand::Resume(reference) => {
                 // The reference is checked before the current session is given up: a typo
@@ -256,11 +289,19 @@ async fn chat(
                     Ok(located) => {
                         close(handle.take()).await;
                         let reference = SessionReference::Resume(located.id.to_string());
-                        handle = open(&harness, reference, &cwd, &current, &say, false).await;
+                        handle =
+                            open(&harness, reference, &cwd, &current, &say, false, false).await;
                         if handle.is_none() {
-                            handle =
-                                open(&harness, SessionReference::New, &cwd, &current, &say, false)
-                                    .await;
+                            handle = open(
+                                &harness,
+                                SessionReference::New,
+                                &cwd,
+                                &current,
+                                &say,
+                                false,
+                                false,
+                            )
+                            .await;
                         }
                     }
                     Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
@@ -370,9 +411,12 @@ async fn open(
     current: &Mutex<Option<SessionId>>,
     say: &impl Fn(&str),
     plan: bool,
+    moving: bool,
 ) -> Option<AgentHandle> {
     // A resumed session works in its own directory; the chat's is for new ones (and `-c`).
+    // The first session of `dsh chat --resume ID --cwd DIR` is moved: `cwd` is that DIR.
     let mut request = match reference {
+        SessionReference::Resume(_) if moving => SessionRequest::new(reference).in_dir(cwd),
         SessionReference::Resume(_) => SessionRequest::new(reference),
         other => SessionRequest::new(other).in_dir(cwd),
     };

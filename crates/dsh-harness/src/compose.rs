@@ -209,7 +209,16 @@ impl Harness {
         let policies = Arc::new(SessionPolicies::default());
         ctx.provide(policies.clone())
             .map_err(|e| HarnessError::start("provide the session policies", e))?;
-        let supervision = crate::guard::session_supervision(&settings, policies);
+        let default_approval = match options.front_end {
+            FrontEnd::Headless => ApprovalPolicy::Never,
+            FrontEnd::Interactive | FrontEnd::Editor => ApprovalPolicy::Ask,
+        };
+        let supervision = crate::guard::session_supervision(
+            &ctx,
+            &settings,
+            policies,
+            settings.guard.approval_or(default_approval),
+        )?;
         let executor = Arc::new(
             LocalShellExecutor::new(shell)
                 .map_err(|e| HarnessError::start("start the shell", e))?
@@ -298,10 +307,6 @@ impl Harness {
             )))
             .await
             .map_err(|e| HarnessError::start("mount hooks", e))?;
-        let default_approval = match options.front_end {
-            FrontEnd::Headless => ApprovalPolicy::Never,
-            FrontEnd::Interactive | FrontEnd::Editor => ApprovalPolicy::Ask,
-        };
         let approval = settings.guard.approval_or(default_approval);
         let guard = crate::guard::install(&ctx, &core.prompt, &settings, default_approval)?;
         for (name, order, text) in TOOL_SECTIONS {

@@ -56,6 +56,7 @@ mod images;
 mod instructions;
 mod lazy_adapter;
 pub mod mcp;
+mod network;
 mod open;
 mod planner;
 mod policy;

@@ -133,6 +133,7 @@ impl Planner {
                 Some(crate::config::web_search::WebSearchChoice::Provider(search)) => Some(*search),
                 _ => None,
             },
+            reroot: None,
         };
         Plan {
             settings,

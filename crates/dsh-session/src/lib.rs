@@ -31,6 +31,7 @@ pub mod repair;
 pub mod rewind;
 pub mod route_switched;
 mod session;
+pub mod session_rerooted;
 pub mod store;
 pub mod stream;
 mod surface;
@@ -60,6 +61,7 @@ pub use repair::{check_balanced, interrupted_turn_closers};
 pub use rewind::{history_events, is_rewound, rewound_ranges};
 pub use route_switched::RouteSwitched;
 pub use session::{EventDraft, Session, Validator};
+pub use session_rerooted::SessionRerooted;
 pub use store::{
     SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,
     SessionFlush, SessionStore,

@@ -501,7 +501,7 @@ async fn the_approver_answers_a_deny_as_rejected_and_remembers_allow_for_the_ses
         .reply
         .send(Answer::Session)
         .unwrap();
-    assert_eq!(pending.await.unwrap(), ApprovalOutcome::AllowedOnce);
+    assert_eq!(pending.await.unwrap(), ApprovalOutcome::AllowedForSession);
     // Allowed for the session: no second question.
     assert_eq!(
         ask(approver.clone()).await.unwrap(),

@@ -59,6 +59,8 @@ pub(crate) struct Bridge {
     pub(crate) shell_routes: Arc<Routes<dyn ShellExecutor>>,
     /// What the editor offered in `initialize` (files, terminals); none until then.
     client: Mutex<ClientCapabilities>,
+    /// Sessions another dsh runs that this connection follows read-only.
+    pub(crate) watching: crate::watch::Watching,
 }
 
 impl Bridge {
@@ -113,6 +115,7 @@ impl Bridge {
                 file_routes,
                 shell_routes,
                 client: Mutex::new(ClientCapabilities::default()),
+                watching: crate::watch::Watching::default(),
             }
         });
         if let Some(e) = failure {

@@ -62,6 +62,7 @@ mod options;
 mod permission;
 mod plan;
 mod planning;
+mod progress;
 mod prompt;
 mod question;
 mod record;
@@ -74,6 +75,7 @@ mod terminal;
 mod translate;
 mod unconfigured;
 mod updates;
+mod watch;
 
 pub use bridge::BridgeClosing;
 pub use errors::AcpError;

@@ -25,12 +25,20 @@ use futures::FutureExt;
 use crate::errors::invalid;
 use crate::record::SessionState;
 
+/// The editor's servers dsh will start, and what it says about the ones it skipped.
+pub(crate) struct EditorServers {
+    configs: Vec<ServerConfig>,
+    skipped: Vec<String>,
+}
+
 /// The servers of a request as dsh configs. Names are made usable in tool names (`My Server`
-/// becomes `My_Server`; repeats get `-2`, `-3`); SSE servers are refused (`initialize` says
-/// dsh speaks stdio and streamable HTTP only).
-pub(crate) fn configs(servers: &[McpServer]) -> Result<Vec<ServerConfig>, Error> {
+/// becomes `My_Server`; repeats get `-2`, `-3`). SSE servers are skipped with a notice said in
+/// the session (`initialize` says dsh speaks stdio and streamable HTTP only, but an editor
+/// sends its user's whole list, and one old server must not fail the session).
+pub(crate) fn configs(servers: &[McpServer]) -> Result<EditorServers, Error> {
     let mut taken = Vec::new();
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for server in servers {
         let config = match server {
             McpServer::Stdio(stdio) => {
@@ -60,17 +68,24 @@ pub(crate) fn configs(servers: &[McpServer]) -> Result<Vec<ServerConfig>, Error>
                 config
             }
             McpServer::Sse(sse) => {
-                return Err(invalid(format!(
-                    "MCP server `{}`: the SSE transport is not supported (use stdio or http)",
+                let notice = format!(
+                    "MCP server `{}` not started: dsh does not speak the SSE transport (stdio \
+                     and streamable HTTP only)",
                     sse.name
-                )));
+                );
+                tracing::warn!("{notice}");
+                skipped.push(notice);
+                continue;
             }
             _ => return Err(invalid("an MCP server of an unsupported transport")),
         };
         config.validate().map_err(|e| invalid(e.to_string()))?;
         out.push(config);
     }
-    Ok(out)
+    Ok(EditorServers {
+        configs: out,
+        skipped,
+    })
 }
 
 /// `name` with every character a tool name cannot hold replaced by `_`, no `__` (the tool-name
@@ -106,16 +121,27 @@ fn usable_name(name: &str, taken: &mut Vec<String>) -> String {
 /// `setup`, then the session's servers started on the agent's context.
 pub(crate) fn with_servers(
     setup: Setup,
-    configs: Vec<ServerConfig>,
+    servers: EditorServers,
     cwd: PathBuf,
     state: Arc<SessionState>,
 ) -> Setup {
-    if configs.is_empty() {
+    let EditorServers { configs, skipped } = servers;
+    if configs.is_empty() && skipped.is_empty() {
         return setup;
     }
     Box::new(move |ctx: Context| {
         async move {
             let commit = setup(ctx.clone()).await?;
+            for notice in skipped {
+                state
+                    .updates
+                    .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                        ContentBlock::from(format!("{notice}\n")),
+                    )));
+            }
+            if configs.is_empty() {
+                return Ok(commit);
+            }
             // Approval is the guard's and the session mode's (MCP tools count as mutating);
             // the sandbox is the one the composition provides on the context.
             let mut options = McpOptions::new(cwd);
@@ -140,11 +166,11 @@ mod tests {
     use super::*;
 
     fn parse(servers: serde_json::Value) -> Result<Vec<ServerConfig>, Error> {
-        configs(&serde_json::from_value::<Vec<McpServer>>(servers).unwrap())
+        configs(&serde_json::from_value::<Vec<McpServer>>(servers).unwrap()).map(|s| s.configs)
     }
 
     #[test]
-    fn stdio_and_http_servers_become_configs_and_sse_is_refused() {
+    fn stdio_and_http_servers_become_configs_and_sse_is_skipped_with_a_notice() {
         let configs = parse(serde_json::json!([
             {"name": "local", "command": "/bin/srv", "args": ["-v"],
              "env": [{"name": "TOKEN", "value": "t"}]},
@@ -171,10 +197,22 @@ mod tests {
         };
         assert_eq!(url, "https://h/mcp");
         assert_eq!(http_headers.get("X-A").map(String::as_str), Some("b"));
-        let sse = parse(serde_json::json!([
-            {"type": "sse", "name": "old", "url": "https://h/sse", "headers": []}
-        ]));
-        assert!(sse.unwrap_err().to_string().contains("SSE"));
+        let sse = super::configs(
+            &serde_json::from_value::<Vec<McpServer>>(serde_json::json!([
+                {"type": "sse", "name": "old", "url": "https://h/sse", "headers": []},
+                {"name": "local", "command": "/bin/srv", "args": [], "env": []}
+            ]))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(sse.configs.len(), 1);
+        assert_eq!(
+            sse.skipped,
+            [
+                "MCP server `old` not started: dsh does not speak the SSE transport (stdio and \
+              streamable HTTP only)"
+            ]
+        );
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub(crate) async fn ask(
             ALLOW_ONCE => ApprovalOutcome::AllowedOnce,
             ALLOW_ALWAYS => {
                 state.allow_always(tool);
-                ApprovalOutcome::AllowedOnce
+                ApprovalOutcome::AllowedForSession
             }
             // Any other option id, known or not, is never a grant.
             _ => ApprovalOutcome::Rejected,
@@ -98,7 +98,7 @@ pub(crate) async fn ask(
 /// The denial text the model reads for a negative answer (mirrors the tool pipeline's own).
 fn denial(tool: &str, outcome: ApprovalOutcome) -> Option<String> {
     match outcome {
-        ApprovalOutcome::AllowedOnce => None,
+        ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession => None,
         ApprovalOutcome::Rejected => Some(format!("the user rejected tool `{tool}`")),
         ApprovalOutcome::Cancelled => Some(format!("approval for tool `{tool}` was cancelled")),
         ApprovalOutcome::Unavailable => Some(format!(

@@ -130,7 +130,13 @@ pub(crate) fn admit(
         return Err(internal("bridge has been disposed"));
     }
     let id = SessionId::new(&*request.session_id.0);
-    let record = bridge.record(&id).ok_or_else(|| unknown_session(&id))?;
+    let record = bridge.record(&id).ok_or_else(|| {
+        if bridge.watching.contains(&id) {
+            crate::watch::read_only(&id)
+        } else {
+            unknown_session(&id)
+        }
+    })?;
     let blocks = match expanded {
         Some(text) => vec![ContentBlock::text(text)],
         None => content(bridge, &id, &request.prompt)?,

@@ -16,7 +16,7 @@ use dsh_agent::events::{AgentErrorReported, InboxClaimed};
 use dsh_agent::{Agent, AgentHandle, AgentOptions, AgentRef, Setup, agent_of};
 use dsh_guard::SessionPolicies;
 use dsh_kernel::{BoxError, Context, ScopeTag};
-use dsh_session::{EventKind, SessionEventFired, SessionId};
+use dsh_session::{EventKind, SessionEventFired, SessionId, SessionLiveFired};
 use dsh_tools::{ToolRuntime, ToolsExecute};
 use futures::FutureExt;
 use parking_lot::Mutex;
@@ -277,7 +277,7 @@ impl SessionState {
         let mut b = self.bound.lock();
         b.agent = Some(Arc::downgrade(agent));
         b.tag = agent.ctx().tag().cloned();
-        b.cwd = agent.session().header().cwd.clone();
+        b.cwd = agent.session().cwd();
         self.updates.bind(b.tag.clone(), b.cwd.clone());
     }
 }
@@ -360,6 +360,16 @@ fn listen(ctx: &Context, state: &Arc<SessionState>, agent: &AgentRef) -> Result<
             s.follow_plan(change.active);
         }
         s.updates.event(notice.event.clone(), Source::Live);
+    })?;
+    // Progress reports of the session's calls update their cards while they run.
+    let session = agent.session().clone();
+    let s = state.clone();
+    let _ = ctx.on::<SessionLiveFired>(move |notice| {
+        if Arc::ptr_eq(&notice.session, &session)
+            && let Some(update) = crate::progress::card_update(&notice.update)
+        {
+            s.updates.update(update);
+        }
     })?;
     // A call's card is announced `pending` (it may still wait for permission); it turns
     // `in_progress` when its body is dispatched, i.e. after any approval.

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse, McpServer};
 use agent_client_protocol::{Client, Error};
 use dsh_agent::ResumeAgentOptions;
-use dsh_session::{Persistence, PersistenceError, SessionId};
+use dsh_session::{Persistence, PersistenceError, SessionFollow, SessionId};
 
 use crate::bridge::Bridge;
 use crate::editor::EditorOffer;
@@ -36,7 +36,10 @@ pub(crate) async fn load_session(
         mcp_servers: &request.mcp_servers,
     };
     let id = SessionId::new(&*request.session_id.0);
-    let state = reattach(&bridge, &id, place, conn, Replay::Yes).await?;
+    let state = match reattach(&bridge, &id, place, conn, Replay::Yes).await? {
+        Reattached::Live(state) => state,
+        Reattached::Watching(answer) => return Ok(answer),
+    };
     let options = models::config_options(&bridge, &state);
     Ok(LoadSessionResponse::new()
         .modes(Mode::state(state.mode()))
@@ -50,6 +53,14 @@ pub(crate) enum Replay {
     Yes,
     /// `session/resume`: the client still shows the thread.
     No,
+}
+
+/// What reattaching gave the client.
+pub(crate) enum Reattached {
+    /// One of this connection's sessions.
+    Live(Arc<SessionState>),
+    /// Another dsh holds it: followed read-only ([`crate::watch`]); the load's answer.
+    Watching(LoadSessionResponse),
 }
 
 /// Where the client asks a stored session to be reattached.
@@ -70,7 +81,7 @@ pub(crate) async fn reattach(
     place: Place<'_>,
     conn: ConnectionTo<Client>,
     replay: Replay,
-) -> Result<Arc<SessionState>, Error> {
+) -> Result<Reattached, Error> {
     check_workspace(place.cwd, place.additional_directories)?;
     crate::mcp::configs(place.mcp_servers)?;
     let persistence = bridge.ctx.get::<dyn Persistence>().ok_or_else(|| {
@@ -78,7 +89,7 @@ pub(crate) async fn reattach(
     })?;
     if let Some(record) = bridge.record(id) {
         reload(&record, place.cwd, replay).await?;
-        return Ok(record.state.clone());
+        return Ok(Reattached::Live(record.state.clone()));
     }
     bridge.reserve_load(id)?;
     let loaded = resume(bridge, persistence.as_ref(), id, place, conn, replay).await;
@@ -95,34 +106,38 @@ async fn resume(
     place: Place<'_>,
     conn: ConnectionTo<Client>,
     replay: Replay,
-) -> Result<Arc<SessionState>, Error> {
+) -> Result<Reattached, Error> {
     if bridge.store.get(id).is_some() {
         return Err(invalid(format!(
             "session {id} is already live in this process"
         )));
     }
     // The workspace check happens before any agent is built: a mismatch builds nothing.
-    let stored = persistence.load(id).await.map_err(|e| match e {
-        PersistenceError::NotFound { .. } => unknown_session(id),
-        // An id no session can have (say, empty) is the client's mistake, not our failure.
-        invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
-        other => internal(format!("cannot load session {id}: {}", chain(&other))),
-    })?;
-    match &stored.header.cwd {
-        Some(cwd) if same_dir(cwd, place.cwd) => {}
-        Some(cwd) => {
-            return Err(invalid(format!(
-                "session {id} belongs to {}, not {}",
-                cwd.display(),
-                place.cwd.display()
-            )));
+    let stored = match persistence.load(id).await {
+        Ok(stored) => stored,
+        // Another dsh runs it: a load shows it read-only, as it goes on there; a resume (the
+        // client already shows the thread) has nothing to attach to.
+        Err(e) if e.is_held_elsewhere() => {
+            if replay == Replay::Yes
+                && let Some(follow) = bridge.ctx.get::<dyn SessionFollow>()
+            {
+                bridge.release_load(id);
+                return crate::watch::watch(bridge, follow, id, place.cwd, conn)
+                    .await
+                    .map(Reattached::Watching);
+            }
+            return Err(internal(format!("cannot load session {id}: {}", chain(&e))));
         }
-        None => {
-            return Err(invalid(format!(
-                "session {id} has no working directory and cannot be loaded by an editor"
-            )));
+        Err(e) => {
+            return Err(match e {
+                PersistenceError::NotFound { .. } => unknown_session(id),
+                // An id no session can have (say, empty) is the client's mistake.
+                invalid_id @ PersistenceError::InvalidId { .. } => invalid(invalid_id.to_string()),
+                other => internal(format!("cannot load session {id}: {}", chain(&other))),
+            });
         }
-    }
+    };
+    check_cwd(id, stored.header.cwd.as_deref(), place.cwd)?;
     drop(stored);
     let servers = crate::mcp::configs(place.mcp_servers)?;
     let plan = bridge
@@ -164,7 +179,7 @@ async fn resume(
     .await?;
     state.updates.drained().await;
     tracing::info!(session = %id, "ACP session reattached");
-    Ok(state)
+    Ok(Reattached::Live(state))
 }
 
 /// `session/load` or `session/resume` of a session this connection already has live. A load
@@ -196,6 +211,26 @@ async fn reload(
         tracing::debug!(session = %id, "ACP session replayed again");
     }
     Ok(())
+}
+
+/// Refuses a session stored for another directory than the one the client names (or for
+/// none: an editor needs one).
+pub(crate) fn check_cwd(
+    id: &SessionId,
+    stored: Option<&std::path::Path>,
+    requested: &std::path::Path,
+) -> Result<(), Error> {
+    match stored {
+        Some(cwd) if same_dir(cwd, requested) => Ok(()),
+        Some(cwd) => Err(invalid(format!(
+            "session {id} belongs to {}, not {}",
+            cwd.display(),
+            requested.display()
+        ))),
+        None => Err(invalid(format!(
+            "session {id} has no working directory and cannot be loaded by an editor"
+        ))),
+    }
 }
 
 /// Whether two spellings name one directory: equal, or equal once symlinks are resolved (a

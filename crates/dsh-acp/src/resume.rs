@@ -12,7 +12,7 @@ use dsh_session::SessionId;
 use crate::bridge::Bridge;
 use crate::models;
 use crate::modes::Mode;
-use crate::replay::{Place, Replay, reattach};
+use crate::replay::{Place, Reattached, Replay, reattach};
 
 /// Resumes session `request.session_id` (or takes the live one of this connection) and
 /// answers once it is published, without sending its history.
@@ -27,7 +27,11 @@ pub(crate) async fn resume_session(
         mcp_servers: &request.mcp_servers,
     };
     let id = SessionId::new(&*request.session_id.0);
-    let state = reattach(&bridge, &id, place, conn, Replay::No).await?;
+    let state = match reattach(&bridge, &id, place, conn, Replay::No).await? {
+        Reattached::Live(state) => state,
+        // Never produced without a replay; refused rather than answered half-way.
+        Reattached::Watching(_) => return Err(crate::watch::read_only(&id)),
+    };
     let options = models::config_options(&bridge, &state);
     Ok(ResumeSessionResponse::new()
         .modes(Mode::state(state.mode()))

@@ -37,6 +37,9 @@ pub(crate) async fn close_session(
     request: CloseSessionRequest,
 ) -> Result<CloseSessionResponse, Error> {
     let id = SessionId::new(&*request.session_id.0);
+    if bridge.watching.stop(&id) {
+        return Ok(CloseSessionResponse::new());
+    }
     let record = bridge.remove(&id).ok_or_else(|| unknown_session(&id))?;
     retire(record).await;
     Ok(CloseSessionResponse::new())

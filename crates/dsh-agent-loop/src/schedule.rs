@@ -54,7 +54,7 @@ impl LoopAgent {
             agent_id: self.session.id().clone(),
             session: self.session.clone(),
             ctx: self.ctx.clone(),
-            cwd: self.session.header().cwd.clone(),
+            cwd: self.session.cwd(),
         };
         let planned: Vec<ToolExec> = calls
             .into_iter()

@@ -11,6 +11,7 @@
 //! - [`AgentHandle`]: the consumer's teardown capability, returned by `create`/`resume`.
 //! - The `agent/*` event vocabulary in [`events`].
 //! - [`fold_consumed_work`].
+//! - [`WorkspaceFence`]: work that must be over before a session's workspace changes.
 //! - [`AgentPlanner`]: the composition root's answer to "what should this agent be?".
 
 mod agent;
@@ -18,6 +19,7 @@ mod consumed;
 mod error;
 pub mod events;
 mod factory;
+mod fence;
 mod images;
 mod inbox;
 mod initiator;
@@ -33,6 +35,7 @@ pub use error::AgentError;
 pub use factory::{
     AgentFactory, AgentHandle, Commit, CreateAgentOptions, Disposer, ResumeAgentOptions, Setup,
 };
+pub use fence::WorkspaceFence;
 pub use images::{ImageRefused, PromptImages};
 pub use inbox::Inbox;
 pub use initiator::InitiatorScope;

@@ -134,7 +134,7 @@ impl Approver for TerminalApprover {
             Answer::Once => ApprovalOutcome::AllowedOnce,
             Answer::Session => {
                 self.granted.lock().push(key);
-                ApprovalOutcome::AllowedOnce
+                ApprovalOutcome::AllowedForSession
             }
             Answer::Deny(reason) => {
                 if let (Some(reason), Some(send)) = (reason, &*self.reasons.lock()) {
@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(ask(&approver, "me", "no").await, ApprovalOutcome::Rejected);
         assert_eq!(
             ask(&approver, "me", "a").await,
-            ApprovalOutcome::AllowedOnce
+            ApprovalOutcome::AllowedForSession
         );
         // Granted for the session: answered without a question.
         let asked = printed.lock().len();

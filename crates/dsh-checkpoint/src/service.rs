@@ -15,7 +15,7 @@ use crate::path::RelPath;
 use crate::restore::{Applied, Fault, Journal, apply};
 use crate::snapshot::{Limits, Skipped, Snapshot, decode_skipped, encode_skipped, record};
 use crate::store::{Flat, ShadowStore};
-use crate::timeline::{MarkKind, marks, spans, turn_last, turn_start};
+use crate::timeline::{MarkKind, last_mark, marks, spans, turn_last, turn_start};
 
 /// Default size cap: files larger than this are not checkpointed.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -313,9 +313,37 @@ impl Checkpoints {
         step: u64,
         at: At,
     ) -> Result<Option<Created>, CheckpointError> {
+        let created = self.record(session, turn, step, at).await?;
+        if let Some(c) = &created {
+            self.publish(session, c)?;
+        }
+        Ok(created)
+    }
+
+    /// Appends the `checkpoint/created` event of a checkpoint [`record`](Self::record)ed
+    /// earlier.
+    pub fn publish(&self, session: &Session, created: &Created) -> Result<(), CheckpointError> {
+        session
+            .append_plugin(CREATED, created)
+            .map(|_| ())
+            .map_err(|e| CheckpointError::Session(e.to_string()))
+    }
+
+    /// The first half of [`checkpoint`](Self::checkpoint): records the workspace in the store
+    /// and returns the event to append, without appending it (`None`: a step or end
+    /// checkpoint identical to the session's last). The turn's checkpoint is recorded beside
+    /// the turn's first request and published when the turn first needs it: appending it
+    /// while that request's flush runs would make the flush write and sync once more.
+    pub async fn record(
+        &self,
+        session: &Arc<Session>,
+        turn: u64,
+        step: u64,
+        at: At,
+    ) -> Result<Option<Created>, CheckpointError> {
         let workspace = workspace_of(session)?;
         self.recover(&workspace).await?;
-        let last = session.with_events(|e| marks(e).last().map(|m| m.tree));
+        let last = session.with_events(|e| last_mark(e).map(|m| m.tree));
         let limits = self.limits();
         let created = self
             .with_workspace(&workspace, move |ws| {
@@ -334,11 +362,6 @@ impl Checkpoints {
                 }))
             })
             .await?;
-        if let Some(c) = &created {
-            session
-                .append_plugin(CREATED, c)
-                .map_err(|e| CheckpointError::Session(e.to_string()))?;
-        }
         Ok(created)
     }
 
@@ -643,9 +666,7 @@ impl Checkpoints {
 /// The session's working directory.
 pub fn workspace_of(session: &Session) -> Result<PathBuf, CheckpointError> {
     session
-        .header()
-        .cwd
-        .clone()
+        .cwd()
         .ok_or_else(|| CheckpointError::NoWorkspace(session.id().to_string()))
 }
 

@@ -166,11 +166,15 @@ struct Found {
 }
 
 /// How many threads stat files: statting is most of a checkpoint, and the kernel serves it
-/// in parallel.
+/// in parallel. Asked once per process: the answer reads the cgroup's CPU quota files, and
+/// every mutating step checkpoints.
 fn walkers() -> usize {
-    std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8)
+    static WALKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WALKERS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, 8)
+    })
 }
 
 /// Records `workspace` into `store`, reusing `cache` for files whose stat did not change.
@@ -218,31 +222,33 @@ pub(crate) fn record_at(
     let mut files = 0;
     while !level.is_empty() {
         let next = std::sync::atomic::AtomicUsize::new(0);
+        let walk = || {
+            let mut out = Found::default();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((abs, rel, rules)) = level.get(i) else {
+                    break;
+                };
+                match visit(abs, rel, rules, &cx) {
+                    Some((v, mut subdirs)) => {
+                        out.visits.push(v);
+                        out.subdirs.append(&mut subdirs);
+                    }
+                    None => out.unreadable.push(rel.clone()),
+                }
+            }
+            out
+        };
         let threads = walkers().min(level.len());
-        let results: Vec<Found> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Found::default();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some((abs, rel, rules)) = level.get(i) else {
-                                break;
-                            };
-                            match visit(abs, rel, rules, &cx) {
-                                Some((v, mut subdirs)) => {
-                                    out.visits.push(v);
-                                    out.subdirs.append(&mut subdirs);
-                                }
-                                None => out.unreadable.push(rel.clone()),
-                            }
-                        }
-                        out
-                    })
-                })
-                .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
-        });
+        // One directory is read here: a thread would cost more than it could save.
+        let results: Vec<Found> = if threads <= 1 {
+            vec![walk()]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads).map(|_| scope.spawn(walk)).collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            })
+        };
         level = Vec::new();
         for mut r in results {
             files += r

@@ -40,42 +40,48 @@ pub enum MarkKind {
 
 /// Every checkpoint and restore of a log, in order.
 pub fn marks(events: &[Arc<SessionEvent>]) -> Vec<Mark> {
-    events
-        .iter()
-        .filter_map(|e| {
-            let EventKind::Other { type_name, data } = &e.kind else {
-                return None;
-            };
-            match type_name.as_str() {
-                CREATED => {
-                    let c: Created = serde_json::from_value(data.clone()).ok()?;
-                    Some(Mark {
-                        seq: e.seq,
-                        turn: c.turn,
-                        step: c.step,
-                        kind: MarkKind::Checkpoint(c.at),
-                        tree: oid(&c.tree)?,
-                        skipped: c.skipped.as_deref().and_then(oid),
-                    })
-                }
-                RESTORED => {
-                    let r: Restored = serde_json::from_value(data.clone()).ok()?;
-                    Some(Mark {
-                        seq: e.seq,
-                        turn: r.to_turn,
-                        step: 0,
-                        kind: MarkKind::Restore {
-                            before: oid(&r.before)?,
-                            id: r.id,
-                        },
-                        tree: oid(&r.tree)?,
-                        skipped: r.skipped.as_deref().and_then(oid),
-                    })
-                }
-                _ => None,
-            }
-        })
-        .collect()
+    events.iter().filter_map(|e| mark_of(e)).collect()
+}
+
+/// The last checkpoint or restore of a log. Read from the end: every checkpoint asks for it,
+/// and reading all of a long session's marks each time would cost in proportion to its length.
+pub fn last_mark(events: &[Arc<SessionEvent>]) -> Option<Mark> {
+    events.iter().rev().find_map(|e| mark_of(e))
+}
+
+/// The mark `e` records, if it is a checkpoint or a restore.
+fn mark_of(e: &SessionEvent) -> Option<Mark> {
+    let EventKind::Other { type_name, data } = &e.kind else {
+        return None;
+    };
+    match type_name.as_str() {
+        CREATED => {
+            let c: Created = serde_json::from_value(data.clone()).ok()?;
+            Some(Mark {
+                seq: e.seq,
+                turn: c.turn,
+                step: c.step,
+                kind: MarkKind::Checkpoint(c.at),
+                tree: oid(&c.tree)?,
+                skipped: c.skipped.as_deref().and_then(oid),
+            })
+        }
+        RESTORED => {
+            let r: Restored = serde_json::from_value(data.clone()).ok()?;
+            Some(Mark {
+                seq: e.seq,
+                turn: r.to_turn,
+                step: 0,
+                kind: MarkKind::Restore {
+                    before: oid(&r.before)?,
+                    id: r.id,
+                },
+                tree: oid(&r.tree)?,
+                skipped: r.skipped.as_deref().and_then(oid),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// A stretch of the workspace's history between two recorded states.
@@ -138,4 +144,51 @@ pub fn turn_last(marks: &[Mark], turn: u64) -> Option<usize> {
     marks
         .iter()
         .rposition(|m| m.turn == turn && matches!(m.kind, MarkKind::Checkpoint(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::SessionEvent;
+    use serde_json::json;
+
+    fn event(seq: u64, type_name: &str, data: serde_json::Value) -> Arc<SessionEvent> {
+        Arc::new(SessionEvent {
+            seq,
+            time: 0,
+            kind: EventKind::Other {
+                type_name: type_name.to_owned(),
+                data,
+            },
+            ignorable: false,
+            source_event_seqs: None,
+            surface_op: None,
+        })
+    }
+
+    #[test]
+    fn the_last_mark_read_from_the_end_is_the_last_of_all_marks() {
+        let tree = |n: u8| format!("{n:040x}");
+        let created = |seq, turn, n| {
+            event(
+                seq,
+                CREATED,
+                json!({"turn": turn, "step": 0, "at": "turn", "tree": tree(n)}),
+            )
+        };
+        let restored = event(
+            3,
+            RESTORED,
+            json!({"id": "r", "toTurn": 1, "before": tree(2), "tree": tree(1), "count": 1}),
+        );
+        let other = event(4, "something/else", json!({}));
+        let log = vec![created(0, 1, 1), created(1, 2, 2), restored, other];
+        assert_eq!(last_mark(&log), marks(&log).last().cloned());
+        assert!(matches!(
+            last_mark(&log).unwrap().kind,
+            MarkKind::Restore { .. }
+        ));
+        assert_eq!(last_mark(&log[..2]).unwrap().seq, 1);
+        assert_eq!(last_mark(&log[3..]), None);
+    }
 }

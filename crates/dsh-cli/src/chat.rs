@@ -129,8 +129,13 @@ pub fn main(
     plan: bool,
 ) -> i32 {
     let first = reference.clone();
+    // `--cwd` with `--resume` moves the resumed session there (only that first session:
+    // `/resume` inside the chat keeps each session where it works).
+    let move_to = cwd
+        .clone()
+        .filter(|_| matches!(reference, SessionReference::Resume(_)));
     crate::tui::start(settings, cwd, &reference, |settings, cwd, signals| {
-        chat(settings, flags, cwd, first, signals, plan)
+        chat(settings, flags, cwd, first, move_to, signals, plan)
     })
 }
 
@@ -139,6 +144,7 @@ async fn chat(
     flags: Overrides,
     cwd: PathBuf,
     first: SessionReference,
+    move_to: Option<PathBuf>,
     signals: crate::signals::Signals,
     plan: bool,
 ) -> anyhow::Result<()> {
@@ -188,9 +194,27 @@ async fn chat(
         harness.settings().provider.value,
         cwd.display()
     ));
-    let mut handle = open(&harness, first, &cwd, &current, &say, plan).await;
+    let mut handle = open(
+        &harness,
+        first,
+        move_to.as_deref().unwrap_or(&cwd),
+        &current,
+        &say,
+        plan,
+        move_to.is_some(),
+    )
+    .await;
     if handle.is_none() {
-        handle = open(&harness, SessionReference::New, &cwd, &current, &say, plan).await;
+        handle = open(
+            &harness,
+            SessionReference::New,
+            &cwd,
+            &current,
+            &say,
+            plan,
+            false,
+        )
+        .await;
     }
     // Start-up is over: Ctrl-C cancels the turn from here on (`sigint`); SIGTERM still ends dsh.
     signals.interactive();
@@ -244,7 +268,16 @@ async fn chat(
             },
             ChatCommand::New => {
                 close(handle.take()).await;
-                handle = open(&harness, SessionReference::New, &cwd, &current, &say, false).await;
+                handle = open(
+                    &harness,
+                    SessionReference::New,
+                    &cwd,
+                    &current,
+                    &say,
+                    false,
+                    false,
+                )
+                .await;
             }
             ChatCommand::Resume(reference) => {
                 // The reference is checked before the current session is given up: a typo
@@ -256,11 +289,19 @@ async fn chat(
                     Ok(located) => {
                         close(handle.take()).await;
                         let reference = SessionReference::Resume(located.id.to_string());
-                        handle = open(&harness, reference, &cwd, &current, &say, false).await;
+                        handle =
+                            open(&harness, reference, &cwd, &current, &say, false, false).await;
                         if handle.is_none() {
-                            handle =
-                                open(&harness, SessionReference::New, &cwd, &current, &say, false)
-                                    .await;
+                            handle = open(
+                                &harness,
+                                SessionReference::New,
+                                &cwd,
+                                &current,
+                                &say,
+                                false,
+                                false,
+                            )
+                            .await;
                         }
                     }
                     Err(e) => say(&format!("dsh: {:#}", anyhow::Error::new(e))),
@@ -275,11 +316,12 @@ async fn chat(
                 None => say("no session; try /new"),
             },
             ChatCommand::Other(line) => {
-                let expanded = handle
-                    .as_ref()
-                    .and_then(|h| harness.expand(h.agent().id(), &line));
+                let expanded = match &handle {
+                    Some(h) => harness.expand_line(h.agent().id(), &line).await,
+                    None => None,
+                };
                 match (expanded, &handle) {
-                    (Some(Ok(expansion)), Some(h)) => send(h, expansion.prompt, &say),
+                    (Some(Ok(prompt)), Some(h)) => send(h, prompt, &say),
                     (Some(Err(problem)), _) => say(&format!("dsh: {problem}")),
                     _ => {
                         let name = line.split_whitespace().next().unwrap_or(&line);
@@ -347,11 +389,10 @@ fn switch_plan(harness: &Harness, handle: &AgentHandle, switch: PlanSwitch, say:
 fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
     let mut text = HELP.to_owned();
     let entries = handle
-        .and_then(|h| harness.catalog(h.agent().id()))
-        .map(|c| c.slash_entries())
+        .map(|h| harness.slash_entries(h.agent().id()))
         .unwrap_or_default();
     if !entries.is_empty() {
-        text.push_str("\nthis project's commands and skills:");
+        text.push_str("\nthis project's commands, skills and MCP prompts:");
         for e in entries {
             let hint = e.argument_hint.map(|h| format!(" {h}")).unwrap_or_default();
             text.push_str(&format!("\n  /{}{hint}  {}", e.name, e.description));
@@ -370,9 +411,12 @@ async fn open(
     current: &Mutex<Option<SessionId>>,
     say: &impl Fn(&str),
     plan: bool,
+    moving: bool,
 ) -> Option<AgentHandle> {
     // A resumed session works in its own directory; the chat's is for new ones (and `-c`).
+    // The first session of `dsh chat --resume ID --cwd DIR` is moved: `cwd` is that DIR.
     let mut request = match reference {
+        SessionReference::Resume(_) if moving => SessionRequest::new(reference).in_dir(cwd),
         SessionReference::Resume(_) => SessionRequest::new(reference),
         other => SessionRequest::new(other).in_dir(cwd),
     };

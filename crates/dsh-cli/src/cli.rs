@@ -333,9 +333,29 @@ pub enum ConfigCommand {
 /// `dsh mcp …`.
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
-    /// Start every configured server, show its state and the tools it offers, stop it again.
-    /// Exits 1 when a server failed to start.
+    /// Start every configured server, show its state and the tools, resources and prompts it
+    /// offers, stop it again. Exits 1 when a server failed to start.
     List,
+    /// Add `[mcp_servers.NAME]` to config.toml (comments kept): `dsh mcp add NAME -- CMD
+    /// ARGS…` for a local server, `dsh mcp add NAME --url URL` for a remote one.
+    Add {
+        /// The server's name (letters, digits, `-`, `_`): the middle of its tools' names.
+        name: String,
+        /// The streamable HTTP endpoint of a remote server.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Trust this workspace's `.mcp.json` as it is now, so its servers start (until it
+    /// changes).
+    Trust,
+    /// Remove `[mcp_servers.NAME]` from config.toml (comments kept).
+    Remove {
+        /// The server's name.
+        name: String,
+    },
 }
 
 /// Rewrites the compatible spelling `dsh --profile headless TASK…` into `dsh run TASK…`.

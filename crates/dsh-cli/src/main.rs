@@ -93,6 +93,27 @@ fn main() {
             Ok(settings) => mcp::list(settings),
             Err(e) => fail(&e.into()),
         },
+        Some(Command::Mcp(McpCommand::Add { name, url, command })) => {
+            match mcp::add(&overrides, &name, url, command) {
+                Ok(text) => print_out(&text),
+                Err(e) => fail(&e),
+            }
+        }
+        Some(Command::Mcp(McpCommand::Trust)) => match Settings::load(&overrides)
+            .map_err(anyhow::Error::from)
+            .and_then(|settings| {
+                // Where the servers are started from: the current directory (as `dsh mcp
+                // list` and the sessions' servers use it).
+                let cwd = workspace_dir(None)?;
+                mcp::trust(&settings, &cwd)
+            }) {
+            Ok(text) => print_out(&text),
+            Err(e) => fail(&e),
+        },
+        Some(Command::Mcp(McpCommand::Remove { name })) => match mcp::remove(&overrides, &name) {
+            Ok(text) => print_out(&text),
+            Err(e) => fail(&e),
+        },
         Some(Command::Hooks(command)) => {
             match Settings::load(&overrides)
                 .map_err(anyhow::Error::from)

@@ -145,6 +145,14 @@ impl Renderer {
                 let line = crate::progress::retry_line(data);
                 self.line(&mut out, &line);
             }
+            // A host the network proxy refused a command: the person sees what the model read.
+            EventKind::Other { type_name, data }
+                if type_name == dsh_guard::NETWORK_BLOCKED_EVENT =>
+            {
+                if let Some(line) = data.get("line").and_then(serde_json::Value::as_str) {
+                    self.line(&mut out, line);
+                }
+            }
             EventKind::Other { type_name, data }
                 if self.mode == Mode::Transcript && type_name == dsh_hooks::runner::HOOK_RESULT =>
             {

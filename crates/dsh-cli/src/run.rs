@@ -281,10 +281,11 @@ async fn drive(
     }
     let handle = opened.handle;
     let agent = handle.agent().clone();
-    // `/name args` runs a custom command or a skill of the session's catalog.
-    let task = match harness.expand(&id, &task) {
+    // `/name args` runs a custom command or a skill of the session's catalog, or an MCP
+    // server's prompt.
+    let task = match harness.expand_line(&id, &task).await {
         None => task,
-        Some(Ok(expansion)) => expansion.prompt,
+        Some(Ok(prompt)) => prompt,
         Some(Err(problem)) => {
             if let Some(sink) = sink {
                 sink.close();

@@ -11,18 +11,40 @@ use std::thread::JoinHandle;
 
 use anyhow::Context as _;
 use dsh_kernel::Context;
-use dsh_session::{SessionEvent, SessionEventFired, SessionId};
+use dsh_session::{LiveUpdate, SessionEvent, SessionEventFired, SessionId, SessionLiveFired};
 use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::render::Renderer;
 
-type Sender = Arc<Mutex<Option<mpsc::Sender<Arc<SessionEvent>>>>>;
+/// What the output thread writes: a session event, or a live update worth a line of its own.
+enum Item {
+    Event(Arc<SessionEvent>),
+    Live(LiveUpdate),
+}
+
+type Sender = Arc<Mutex<Option<mpsc::Sender<Item>>>>;
 
 /// A running event sink.
 pub struct Sink {
     tx: Sender,
     thread: Option<JoinHandle<()>>,
+}
+
+/// One `progress` line of `--output-format stream-json`: a tool call's progress report (an
+/// MCP server's `notifications/progress`), shown while it happens and never stored.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProgressLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    session_id: &'a str,
+    call_id: &'a str,
+    progress: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
 }
 
 /// One `event` line of `--output-format stream-json`.
@@ -37,22 +59,57 @@ struct EventLine<'a> {
 
 impl Sink {
     /// Every event of session `id` as a stream-json `event` line on stdout.
+    /// Tool progress reports of that session are `progress` lines among them (live: never
+    /// in the session file).
     pub fn stream_json(ctx: &Context, id: SessionId) -> anyhow::Result<Self> {
         let session = id.to_string();
-        Self::start(
+        let sink = Self::start_items(
             ctx,
-            move |s| *s == id,
-            move |event| {
-                let line = EventLine {
-                    kind: "event",
-                    session_id: &session,
-                    event: &event,
+            {
+                let id = id.clone();
+                move |s| *s == id
+            },
+            move |item| {
+                let json = match &item {
+                    Item::Event(event) => serde_json::to_string(&EventLine {
+                        kind: "event",
+                        session_id: &session,
+                        event,
+                    }),
+                    Item::Live(LiveUpdate::ToolProgress {
+                        call_id,
+                        progress,
+                        total,
+                        message,
+                    }) => serde_json::to_string(&ProgressLine {
+                        kind: "progress",
+                        session_id: &session,
+                        call_id: call_id.as_str(),
+                        progress: *progress,
+                        total: *total,
+                        message: message.as_deref(),
+                    }),
+                    Item::Live(_) => return,
                 };
-                if let Ok(json) = serde_json::to_string(&line) {
+                if let Ok(json) = json {
                     crate::stdout::write_line(&json);
                 }
             },
-        )
+        )?;
+        let feed = sink.tx.clone();
+        let _ = ctx.on_global::<SessionLiveFired>(move |notice| {
+            // A command's output chunks stay out: the result carries them, and a flood of
+            // lines would bury the events.
+            if notice.session.id() != &id
+                || !matches!(notice.update, LiveUpdate::ToolProgress { .. })
+            {
+                return;
+            }
+            if let Some(tx) = feed.lock().as_ref() {
+                let _ = tx.send(Item::Live(notice.update.clone()));
+            }
+        })?;
+        Ok(sink)
     }
 
     /// Every event of session `id` rendered by `renderer`, handed to `write`.
@@ -80,7 +137,19 @@ impl Sink {
         filter: impl Fn(&SessionId) -> bool + Send + Sync + 'static,
         mut consume: impl FnMut(Arc<SessionEvent>) + Send + 'static,
     ) -> anyhow::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Arc<SessionEvent>>();
+        Self::start_items(ctx, filter, move |item| {
+            if let Item::Event(event) = item {
+                consume(event);
+            }
+        })
+    }
+
+    fn start_items(
+        ctx: &Context,
+        filter: impl Fn(&SessionId) -> bool + Send + Sync + 'static,
+        mut consume: impl FnMut(Item) + Send + 'static,
+    ) -> anyhow::Result<Self> {
+        let (tx, rx) = mpsc::channel::<Item>();
         let thread = std::thread::Builder::new()
             .name("dsh-output".into())
             .spawn(move || {
@@ -108,10 +177,10 @@ impl Sink {
                     if early.seq >= notice.event.seq {
                         break;
                     }
-                    let _ = tx.send(early);
+                    let _ = tx.send(Item::Event(early));
                 }
             }
-            let _ = tx.send(notice.event.clone());
+            let _ = tx.send(Item::Event(notice.event.clone()));
         })?;
         Ok(Self {
             tx,

@@ -398,3 +398,38 @@ fn switching_a_session_to_auto_stops_the_guard_asking_about_mcp_tools() {
         assert!(switched.get("error").is_none(), "{switched}");
     });
 }
+
+#[test]
+fn an_mcp_servers_progress_updates_the_calls_card_before_its_result() {
+    let w = World::new();
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__progress",
+            r#"{"steps":2,"every_ms":50}"#,
+        ))
+        .push(MockResponse::text("done"));
+    let mut acp = Acp::spawn_with(&w, &["--auto-approve"]);
+    acp.initialize();
+    let session = acp.new_session_with_test_server(&w);
+    let prompt = acp.prompt(&session, "use the tool");
+    assert_eq!(acp.response(prompt)["result"]["stopReason"], "end_turn");
+    let updates: Vec<&Value> = acp
+        .seen
+        .iter()
+        .filter(|f| f["method"] == "session/update")
+        .map(|f| &f["params"]["update"])
+        .filter(|u| u["toolCallId"] == "call_1")
+        .collect();
+    let progress = updates
+        .iter()
+        .position(|u| u["content"][0]["content"]["text"] == "step 2 (2/2)")
+        .unwrap_or_else(|| panic!("no progress update: {updates:?}"));
+    let done = updates
+        .iter()
+        .position(|u| u["status"] == "completed")
+        .unwrap_or_else(|| panic!("no completion: {updates:?}"));
+    assert!(progress < done, "{updates:?}");
+    let (status, _) = acp.hang_up();
+    assert!(status.success());
+}

@@ -273,3 +273,44 @@ fn in_the_chat_a_question_is_answered_by_number_and_a_custom_command_is_sent_exp
         "The user answered:\n1. Which store? → Postgres"
     );
 }
+
+#[test]
+fn a_blocked_host_is_asked_about_in_the_chat_and_allowed_for_the_session() {
+    let w = World::new();
+    let port = common::origin_thread();
+    // 127.0.0.1 is not listed: the proxy holds the command's request and asks.
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        "[sandbox]\nnetwork = \"allowlist\"\nallowed_domains = [\"localhost\"]\n",
+    )
+    .unwrap();
+    let fetch = common::bash(&format!("curl -sS http://127.0.0.1:{port}/ 2>&1"));
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &fetch))
+        .push(MockResponse::tool_call("call_2", "bash", &fetch))
+        .push(MockResponse::text("Fetched twice."));
+    let (mut child, mut screen) = start_chat(&w);
+    let at = screen.wait_for("› ", 0);
+    screen.type_line("fetch it");
+    let at = screen.wait_for("network access to 127.0.0.1", at);
+    let at = screen.wait_for("[a] allow for this session", at);
+    screen.type_line("a");
+    let answered = at;
+    let at = screen.wait_for("Fetched twice.", at);
+    assert!(
+        !screen.seen[answered..].contains("[y] allow once"),
+        "asked again: {}",
+        screen.seen
+    );
+    screen.type_line("/exit");
+    screen.wait_for("dsh chat --resume", at);
+    wait_exit(&mut child, &screen);
+    let results = w.tool_results(2);
+    for result in &results {
+        assert!(result.contains("hello from origin"), "{results:?}");
+        assert!(
+            !result.contains("[sandbox] network: blocked"),
+            "{results:?}"
+        );
+    }
+}

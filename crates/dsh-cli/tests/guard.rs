@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{World, bash, stderr, stdout};
+use common::{World, bash, origin_thread, stderr, stdout};
 use dsh_session::EventKind;
 use dsh_testkit::MockResponse;
 use serde_json::{Value, json};
@@ -250,30 +250,6 @@ fn a_bad_rule_is_named_at_its_file_line_and_column() {
     assert!(err.contains("missing `)`"), "{err}");
 }
 
-/// A plain HTTP server on loopback on a thread (these tests have no runtime), answering
-/// every request with the same body.
-fn origin_thread() -> u16 {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
-                head.push(byte[0]);
-            }
-            let body = "hello from origin\n";
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
-}
-
 #[test]
 fn an_allowlist_config_sends_commands_through_dshs_proxy_and_nowhere_else() {
     let w = World::new();
@@ -287,7 +263,8 @@ fn an_allowlist_config_sends_commands_through_dshs_proxy_and_nowhere_else() {
     let script = format!(
         "(exec 3<>/dev/tcp/127.0.0.1/{port} && echo direct: connected) 2>&1 | sed 's/^.*: /direct: /'
          curl -sS http://localhost:{port}/ 2>&1
-         curl -sS http://127.0.0.2:{port}/ 2>&1"
+         curl -sS http://127.0.0.2:{port}/ 2>&1
+         curl -sS https://blocked.test:{port}/ 2>&1"
     );
     w.server
         .push(MockResponse::tool_call("call_1", "bash", &bash(&script)))
@@ -303,4 +280,28 @@ fn an_allowlist_config_sends_commands_through_dshs_proxy_and_nowhere_else() {
         ),
         "{result}"
     );
+    // Through CONNECT curl prints no body: the host is named by the line dsh appends, once
+    // per host, and the session records it for the person.
+    let line = format!(
+        "[sandbox] network: blocked blocked.test:{port} (not in `[sandbox] allowed_domains`; \
+         nobody is asked under the approval policy `never`)"
+    );
+    assert_eq!(result.matches(line.as_str()).count(), 1, "{result}");
+    let id = w.only_session_id();
+    let hosts: Vec<String> = w
+        .load(&id)
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Other { type_name, data } if type_name == "network/blocked" => {
+                Some(format!("{} {}", data["callId"], data["host"]))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        hosts,
+        ["\"call_1\" \"127.0.0.2\"", "\"call_1\" \"blocked.test\""]
+    );
+    let shown = stdout(&w.output(&["sessions", "show", &id]));
+    assert!(shown.contains(&line), "{shown}");
 }

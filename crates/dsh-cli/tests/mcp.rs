@@ -187,7 +187,14 @@ fn mcp_list_shows_each_server_its_state_and_tools() {
         "{text}"
     );
     assert!(
-        text.contains("good: ready, 8 tool(s)\n  mcp__good__echo\n"),
+        text.contains("good: ready, 14 tool(s), 2 resource(s), 1 prompt(s)\n  mcp__good__echo\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  resource test://greeting (text/plain)\n  resource test://dot (image/png)\n  \
+             prompt /mcp__good__review <file> [focus]\n"
+        ),
         "{text}"
     );
     assert!(text.contains("off: disabled"), "{text}");
@@ -237,4 +244,139 @@ fn a_bearer_token_is_read_from_dshs_secrets_and_never_printed() {
     );
     let shown = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!shown.contains("tok-123"), "{shown}");
+}
+
+#[test]
+fn a_servers_progress_is_a_progress_line_of_stream_json_between_call_and_result() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server
+        .push(MockResponse::tool_call(
+            "call_1",
+            "mcp__t__progress",
+            r#"{"steps":2,"every_ms":50}"#,
+        ))
+        .push(MockResponse::text("ok"));
+    let out = w.output(&["run", "--output-format", "stream-json", "go"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let position = |pred: &dyn Fn(&serde_json::Value) -> bool| lines.iter().position(pred);
+    let progress: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["type"] == "progress").collect();
+    assert_eq!(progress.len(), 2, "{lines:?}");
+    assert_eq!(progress[1]["callId"], "call_1");
+    assert_eq!(progress[1]["progress"], 2.0);
+    assert_eq!(progress[1]["total"], 2.0);
+    assert_eq!(progress[1]["message"], "step 2");
+    assert!(
+        progress[0]["sessionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("session-")
+    );
+    let call = position(&|l| l["event"]["type"] == "tool/call").unwrap();
+    let first = position(&|l| l["type"] == "progress").unwrap();
+    let result = position(&|l| l["event"]["type"] == "tool/result").unwrap();
+    assert!(call < first && first < result, "{lines:?}");
+}
+
+#[test]
+fn dsh_run_sends_an_mcp_prompt_command_as_the_servers_prompt() {
+    let w = World::new();
+    configure(&w, &server_table("t", &[]));
+    w.server.push(MockResponse::text("Reviewed."));
+    let out = w.output(&["run", "/mcp__t__review src/a.rs error handling"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let sent = serde_json::to_string(w.server.requests()[0].messages()).unwrap();
+    assert!(
+        sent.contains("Please review src/a.rs. Focus on error handling."),
+        "{sent}"
+    );
+    assert!(!sent.contains("/mcp__t__review"), "{sent}");
+    let missing = w.output(&["run", "/mcp__t__review"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("missing file (usage: /mcp__t__review <file> [focus])"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn mcp_add_and_remove_edit_config_toml_and_keep_its_comments() {
+    let w = World::new();
+    let path = w.home.path().join("config.toml");
+    let written = "# mine\n[mcp_servers.keep] # stays\ncommand = \"x\"\nenabled = false\n";
+    std::fs::write(&path, written).unwrap();
+    let added = w.output(&["mcp", "add", "t", "--", SERVER, "--log", "/dev/null"]);
+    assert_eq!(added.status.code(), Some(0), "stderr: {}", stderr(&added));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(written), "{text}");
+    assert!(
+        text.contains(&format!(
+            "[mcp_servers.t]\ncommand = {SERVER:?}\nargs = [\"--log\", \"/dev/null\"]\n"
+        )),
+        "{text}"
+    );
+    let listed = w.output(&["mcp", "list"]);
+    assert!(stdout(&listed).contains("t: ready"), "{}", stdout(&listed));
+    let http = w.output(&["mcp", "add", "docs", "--url", "https://example.com/mcp"]);
+    assert_eq!(http.status.code(), Some(0), "stderr: {}", stderr(&http));
+    let neither = w.output(&["mcp", "add", "nothing"]);
+    assert_eq!(neither.status.code(), Some(1));
+    assert!(stderr(&neither).contains("say how to reach the server"));
+    for name in ["t", "docs"] {
+        let removed = w.output(&["mcp", "remove", name]);
+        assert_eq!(
+            removed.status.code(),
+            Some(0),
+            "stderr: {}",
+            stderr(&removed)
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    let missing = w.output(&["mcp", "remove", "t"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("no MCP server `t`"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn a_projects_mcp_json_starts_its_servers_only_once_trusted_as_it_is() {
+    let w = World::new();
+    let file = w.cwd.path().join(".mcp.json");
+    let project = serde_json::json!({"mcpServers": {"proj": {"command": SERVER, "args": []}}});
+    std::fs::write(&file, project.to_string()).unwrap();
+    let before = w.output(&["mcp", "list"]);
+    let text = stdout(&before);
+    assert!(
+        text.contains("configures MCP servers (proj) that were not started")
+            && text.contains("dsh mcp trust")
+            && !text.contains("proj: ready"),
+        "{text}"
+    );
+    let trusted = w.output(&["mcp", "trust"]);
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&trusted)
+    );
+    assert!(stdout(&trusted).contains("(proj)"), "{}", stdout(&trusted));
+    let after = w.output(&["mcp", "list"]);
+    assert!(stdout(&after).contains("proj: ready"), "{}", stdout(&after));
+    // Changed after the trust: not started again until trusted again.
+    std::fs::write(&file, format!("{project}\n")).unwrap();
+    let changed = w.output(&["mcp", "list"]);
+    assert!(
+        !stdout(&changed).contains("proj: ready"),
+        "{}",
+        stdout(&changed)
+    );
 }

@@ -178,3 +178,68 @@ fn an_openai_responses_provider_runs_a_multi_step_bash_loop() {
     let last = serde_json::to_string(&requests[2].body["input"]).unwrap();
     assert!(last.contains("one") && last.contains("two"), "{last}");
 }
+
+#[test]
+fn native_web_search_is_offered_to_anthropic_and_its_results_go_back_verbatim() {
+    let w = World::new();
+    anthropic_config(&w);
+    let config = w.home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[web_search]\nprovider = \"native\"\nmax_uses = 2\n");
+    std::fs::write(&config, text).unwrap();
+    let results = serde_json::json!([{"type": "web_search_result", "url": "https://a.example/",
+        "title": "A", "encrypted_content": "opaque", "page_age": null}]);
+    w.server
+        .push(MockResponse::sse(
+            dsh_testkit::anthropic::MessageStream::start(10, 0)
+                .web_search("srvtoolu_1", "dsh release", results.clone())
+                .tool_use("toolu_1", "bash", &bash("echo checked"), 9)
+                .stop("tool_use", 5)
+                .build(),
+        ))
+        .push(MockResponse::anthropic_text("Released."));
+    let out = w
+        .dsh(&["run", "--provider", "claude", "is dsh out?"])
+        .env("CLAUDE_TEST_KEY", "sk-ant-e2e")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "Released.\n");
+    let requests = w.server.requests();
+    assert_eq!(requests.len(), 2);
+    let tools = requests[0].body["tools"].as_array().unwrap();
+    assert_eq!(
+        tools.last().unwrap(),
+        &serde_json::json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 2})
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.get("input_schema").is_some() && t["name"] == "web_search"),
+        "dsh's own web_search tool is not offered beside the provider's: {tools:?}"
+    );
+    let assistant = &requests[1].body["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    let kinds: Vec<&str> = assistant["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["server_tool_use", "web_search_tool_result", "tool_use"]
+    );
+    assert_eq!(assistant["content"][0]["input"]["query"], "dsh release");
+    assert_eq!(assistant["content"][1]["content"], results);
+    let shown = stdout(&w.output(&["config", "show"]));
+    assert!(
+        shown.contains("web_search: native (the provider's own search, at most 2 per request"),
+        "{shown}"
+    );
+    assert!(
+        w.server.violations().is_empty(),
+        "{:?}",
+        w.server.violations()
+    );
+}

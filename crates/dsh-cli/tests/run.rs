@@ -177,29 +177,51 @@ fn resume_continues_the_same_session_file_and_seq() {
 }
 
 #[test]
-fn resume_with_a_cwd_naming_another_directory_says_it_is_ignored() {
+fn resume_with_a_cwd_moves_the_session_there_durably_and_a_missing_directory_names_cwd() {
     let w = World::new();
     w.server.push(MockResponse::text("first"));
     let first = w.output(&["run", "--output-format", "stream-json", "one"]);
     let id = session_id_of(&json_lines(&first));
     let elsewhere = tempfile::tempdir().unwrap();
-    w.server.push(MockResponse::text("second"));
-    let out = w.output(&[
-        "run",
-        "--resume",
-        &id,
-        "--cwd",
-        elsewhere.path().to_str().unwrap(),
-        "two",
-    ]);
+    let there = elsewhere.path().canonicalize().unwrap();
+    let there_text = there.to_str().unwrap().to_owned();
+    w.server
+        .push(MockResponse::tool_call("call_1", "bash", &bash("pwd")))
+        .push(MockResponse::text("second"));
+    let out = w.output(&["run", "--resume", &id, "--cwd", &there_text, "two"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("ignoring --cwd"), "{}", stderr(&out));
-    // Naming the session's own directory is not worth a word.
-    w.server.push(MockResponse::text("third"));
-    let cwd = w.cwd.path().to_str().unwrap().to_owned();
-    let out = w.output(&["run", "--resume", &id, "--cwd", &cwd, "three"]);
+    assert!(
+        stderr(&out).contains(&format!("works in {there_text} from now on")),
+        "{}",
+        stderr(&out)
+    );
+    let seen = serde_json::to_string(w.server.requests()[2].messages()).unwrap();
+    assert!(seen.contains(&there_text), "the command ran there: {seen}");
+    // Durable: the next resume, without --cwd, works there too, and says nothing.
+    w.server
+        .push(MockResponse::tool_call("call_2", "bash", &bash("pwd")))
+        .push(MockResponse::text("third"));
+    let out = w.output(&["run", "--resume", &id, "three"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
+    let seen = serde_json::to_string(w.server.requests()[4].messages()).unwrap();
+    assert!(seen.contains(&there_text), "{seen}");
+    let moved: Vec<_> = w
+        .load(&id)
+        .iter()
+        .filter_map(|e| dsh_session::SessionRerooted::of(e))
+        .collect();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    // Its directory gone (another machine, a moved checkout): said at once, naming --cwd.
+    drop(elsewhere);
+    let out = w.output(&["run", "--resume", &id, "four"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a directory here; resume it with --cwd DIR"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(w.server.requests().len(), 5, "nothing was sent");
 }
 
 #[test]

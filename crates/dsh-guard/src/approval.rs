@@ -341,6 +341,40 @@ impl Guard {
                 None,
             );
         }
+        // What the proxy refuses a command, a tool that connects itself may not reach
+        // either; a host the user configured for a tool (a search API) was their choice.
+        if let Some(hosts) = &self.sandbox.hosts
+            && let Some((host, refusal)) = effects
+                .network()
+                .iter()
+                .filter(|h| !effects.is_configured(h))
+                .find_map(|h| hosts.0.refusal(h).map(|r| (h, r)))
+        {
+            let refused = format!(
+                "`{}` may not reach {host}: it is {} (`[sandbox] network = \"allowlist\"`)",
+                call.tool, refusal.reason
+            );
+            if refusal.denied {
+                return Decision {
+                    verdict: Verdict::Deny {
+                        reason: format!("{refused}; do not retry it in another form"),
+                    },
+                    by: "mode",
+                    rule: None,
+                    escalation: None,
+                };
+            }
+            return self.beyond_mode(
+                Beyond {
+                    asked: format!(
+                        "`{}` reaches {host}, which is {}",
+                        call.tool, refusal.reason
+                    ),
+                    refused: format!("{refused}; ask the user to add it there if it is needed"),
+                },
+                None,
+            );
+        }
         // A host the user configured (a local search API) was their choice, not the model's.
         if let Some(host) = effects
             .network()
@@ -600,6 +634,78 @@ mod tests {
             decide(&ask, "web_fetch", fetch("cdn.example.com")).verdict,
             Verdict::Deny { .. }
         ));
+    }
+
+    /// The allow-list as the harness puts it in the policy: `docs.rs` allowed,
+    /// `evil.example` denied by name, anything else not listed.
+    #[derive(Debug)]
+    struct Listed;
+
+    impl crate::proxy::HostPolicy for Listed {
+        fn refusal(&self, host: &str) -> Option<crate::proxy::HostRefusal> {
+            match host {
+                "docs.rs" => None,
+                "evil.example" => Some(crate::proxy::HostRefusal {
+                    reason: "denied by `[sandbox] denied_domains`".into(),
+                    denied: true,
+                }),
+                _ => Some(crate::proxy::HostRefusal {
+                    reason: "not in `[sandbox] allowed_domains`".into(),
+                    denied: false,
+                }),
+            }
+        }
+    }
+
+    #[test]
+    fn a_tool_that_reaches_a_host_the_allowlist_refuses_is_refused_or_asked_saying_why() {
+        let fetch = |host: &str| serde_json::json!({ "host": host });
+        let listed = |approval| {
+            let mut g = guard(SandboxMode::WorkspaceWrite, approval);
+            g.sandbox.hosts = Some(crate::proxy::Hosts(std::sync::Arc::new(Listed)));
+            g
+        };
+        let (never, ask, auto) = (
+            listed(ApprovalPolicy::Never),
+            listed(ApprovalPolicy::Ask),
+            listed(ApprovalPolicy::Auto),
+        );
+        assert_eq!(
+            decide(&never, "web_fetch", fetch("docs.rs")).verdict,
+            Verdict::Allow
+        );
+        for g in [&never, &auto] {
+            let d = decide(g, "web_fetch", fetch("other.example"));
+            let Verdict::Deny { reason } = &d.verdict else {
+                panic!("{d:?}")
+            };
+            assert!(
+                reason.contains("`web_fetch` may not reach other.example: it is not in `[sandbox] allowed_domains`"),
+                "{reason}"
+            );
+        }
+        let d = decide(&ask, "web_fetch", fetch("other.example"));
+        assert!(matches!(d.verdict, Verdict::Ask { .. }), "{d:?}");
+        // Denied by name: refused without asking, whatever the policy.
+        let d = decide(&ask, "web_fetch", fetch("evil.example"));
+        let Verdict::Deny { reason } = &d.verdict else {
+            panic!("{d:?}")
+        };
+        assert!(reason.contains("denied_domains"), "{reason}");
+        // A host the user configured for the tool is theirs, not the model's.
+        let configured = ToolEffects::none().reaches_configured("search.internal");
+        let d = never.decide(&CallView {
+            tool: "web_search",
+            effects: &configured,
+            cwd: Some(Path::new("/ws")),
+        });
+        assert_eq!(d.verdict, Verdict::Allow, "{d:?}");
+        // Without the allow-list the same fetch is allowed.
+        let open = guard(SandboxMode::WorkspaceWrite, ApprovalPolicy::Never);
+        assert_eq!(
+            decide(&open, "web_fetch", fetch("other.example")).verdict,
+            Verdict::Allow
+        );
     }
 
     #[test]

@@ -48,9 +48,13 @@ pub use approval::{
 };
 pub use mode::{SandboxMode, UnknownMode};
 pub use namespace::Namespaces;
+pub use plugin::NETWORK_BLOCKED_EVENT;
 pub use plugin::{DECISION_EVENT, Installed, describe_decision, install, logged_decisions};
 pub use policy::{DEVICE_ROOTS, Protect, SandboxPolicy};
-pub use proxy::NetworkProxy;
+pub use proxy::{
+    BlockedHost, CALL_ID_VARIABLE, HostPolicy, HostRefusal, Hosts, NetworkProxy, ProxyEndpoint,
+    ProxyOwner,
+};
 pub use rules::{CallFacts, MCP_TOOL_PREFIX, Rule, RuleAction, RuleError};
 pub use session_policy::SessionPolicies;
 pub use shell::{Enforcement, GuardSupervision, SANDBOX_UNAVAILABLE, SupervisorProgram};

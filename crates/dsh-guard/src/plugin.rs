@@ -20,11 +20,16 @@ use dsh_tools::{
 use serde_json::{Value, json};
 
 use crate::approval::{ApprovalPolicy, CallView, Decision, Guard, Verdict};
+use crate::proxy::NetworkProxy;
 use crate::session_policy::SessionPolicies;
 use crate::writes::{AskedCalls, GuardWrites};
 
 /// The session event type of every guard decision and every answer to its questions.
 pub const DECISION_EVENT: &str = "approval/decided";
+
+/// The session event type of a host the network proxy refused a call's command (`callId`,
+/// `host`, `port`, and `line`, the text the model read): how front ends show the person.
+pub const NETWORK_BLOCKED_EVENT: &str = "network/blocked";
 
 /// Keeps the listeners registered; dropping it unregisters them.
 #[must_use = "the guard is removed when this is dropped"]
@@ -127,19 +132,20 @@ pub fn install(ctx: &Context, guard: Arc<Guard>) -> Result<Installed, KernelErro
     let noted = ctx.on_waterfall::<ToolsPostExecute, _>({
         let guard = guard_for_notes;
         move |input: PostExecuteInput, next| {
-            let note = sandbox_note(&guard, &input);
+            let mut notes: Vec<String> = sandbox_note(&guard, &input).into_iter().collect();
+            notes.extend(network_report(input.exec()));
             async move {
                 let inner = next.run(input.clone()).await?;
-                Ok(match (inner, note) {
-                    (PostExecute::Accept { content, contexts }, Some(note)) => {
+                Ok(match inner {
+                    PostExecute::Accept { content, contexts } if !notes.is_empty() => {
                         let mut content = content.unwrap_or_else(|| input.result().content.clone());
-                        content.push(ContentBlock::text(note));
+                        content.extend(notes.into_iter().map(ContentBlock::text));
                         PostExecute::Accept {
                             content: Some(content),
                             contexts,
                         }
                     }
-                    (inner, _) => inner,
+                    inner => inner,
                 })
             }
         }
@@ -210,6 +216,32 @@ fn sandbox_note(guard: &Guard, input: &PostExecuteInput) -> Option<String> {
         ));
     }
     None
+}
+
+/// The hosts the network proxy refused this call's commands, one line each, taken from the
+/// proxy (so each is reported once) and logged in the session for the person's front end.
+/// Called as the call's result is settled: the proxy records a refusal before it answers
+/// the command, so every refusal the command saw is in it.
+fn network_report(call: &ExecView) -> Vec<String> {
+    let Some(caller) = &call.caller else {
+        return Vec::new();
+    };
+    let Some(proxy) = caller.ctx.get::<dyn NetworkProxy>() else {
+        return Vec::new();
+    };
+    let blocked = proxy.take_blocked(caller.agent_id.as_str(), call.call_id.as_str());
+    for b in &blocked {
+        let data = json!({
+            "callId": call.call_id,
+            "host": b.host,
+            "port": b.port,
+            "line": b.line,
+        });
+        if let Err(error) = caller.session.append_plugin(NETWORK_BLOCKED_EVENT, &data) {
+            tracing::warn!(%error, "cannot log a blocked host");
+        }
+    }
+    blocked.into_iter().map(|b| b.line).collect()
 }
 
 fn log(call: &ExecView, guard: &Guard, decision: &Decision) {

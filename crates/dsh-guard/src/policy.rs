@@ -46,6 +46,9 @@ pub struct SandboxPolicy {
     /// confined command may connect to (set per command by [`crate::GuardSupervision`], which
     /// starts the proxy).
     pub proxy_port: Option<u16>,
+    /// With the network by allow-list, the lists themselves: tools that reach hosts on their
+    /// own (`web_fetch`) may not reach what the proxy refuses commands.
+    pub hosts: Option<crate::proxy::Hosts>,
     /// The session's working directory: writable in `workspace-write`.
     pub workspace: PathBuf,
     /// Extra writable directories (`[sandbox] writable_roots`).
@@ -77,6 +80,7 @@ impl SandboxPolicy {
             mode,
             network: true,
             proxy_port: None,
+            hosts: None,
             workspace: workspace.into(),
             writable_roots: Vec::new(),
             temp_dirs,

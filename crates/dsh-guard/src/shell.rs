@@ -14,7 +14,7 @@ use crate::landlock::{KernelProbe, LandlockProbe, gaps};
 use crate::mode::SandboxMode;
 use crate::namespace::Namespaces;
 use crate::policy::{Protect, SandboxPolicy};
-use crate::proxy::{NetworkProxy, with_proxy_env};
+use crate::proxy::{CALL_ID_VARIABLE, NetworkProxy, ProxyOwner, with_proxy_env};
 use crate::session_policy::SessionPolicies;
 use crate::supervisor::SUPERVISE_ARG;
 use crate::zygote::{Hello, ZYGOTE_ARG};
@@ -263,15 +263,26 @@ impl Supervision for GuardSupervision {
         let confined = policy.mode.confines() && !unconfined;
         let mut env = request.env.to_vec();
         if let Some(proxy) = self.proxy.as_ref().filter(|_| confined && policy.network) {
-            let port = proxy.port().map_err(|cause| ShellError::Refused {
+            // The bash tool names its call in the environment (a trusted field the model
+            // cannot set); hooks and MCP servers run for no call.
+            let call = request
+                .env
+                .iter()
+                .find(|(name, _)| name == CALL_ID_VARIABLE)
+                .and_then(|(_, value)| value.to_str());
+            let owner = ProxyOwner {
+                session: request.session,
+                call,
+            };
+            let endpoint = proxy.enlist(owner).map_err(|cause| ShellError::Refused {
                 code: SANDBOX_UNAVAILABLE,
                 message: format!(
                     "{SANDBOX_UNAVAILABLE}: {cause}, and without it commands have no network \
                      under `[sandbox] network = \"allowlist\"`, so the command was not run."
                 ),
             })?;
-            policy.proxy_port = Some(port);
-            env = with_proxy_env(&env, port);
+            policy.proxy_port = Some(endpoint.port);
+            env = with_proxy_env(&env, &endpoint.url);
         }
         let namespaces = if confined {
             self.plan(&policy)?

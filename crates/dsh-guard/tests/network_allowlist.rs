@@ -11,19 +11,43 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use common::config;
-use dsh_guard::{GuardSupervision, NetworkProxy, SandboxMode};
-use dsh_netproxy::{DomainPolicy, Lookup, Proxy};
+use dsh_guard::{
+    BlockedHost, GuardSupervision, NetworkProxy, ProxyEndpoint, ProxyOwner, SandboxMode,
+};
+use dsh_netproxy::{DomainPolicy, Lookup, Owner, Proxy};
 use dsh_shell::{LocalShellExecutor, ShellExecutor};
 use dsh_testkit::Origin;
 use guarded::{Dirs, User, program, run};
 
 /// A proxy already running (the harness's is started by the first command).
 #[derive(Debug)]
-struct Running(u16);
+struct Running(Arc<Proxy>);
+
+fn owner_of(session: Option<&str>, call: Option<&str>) -> Owner {
+    Owner {
+        session: session.map(str::to_owned),
+        call: call.map(str::to_owned),
+    }
+}
 
 impl NetworkProxy for Running {
-    fn port(&self) -> Result<u16, String> {
-        Ok(self.0)
+    fn enlist(&self, owner: ProxyOwner<'_>) -> Result<ProxyEndpoint, String> {
+        Ok(ProxyEndpoint {
+            port: self.0.port(),
+            url: self.0.url_for(&owner_of(owner.session, owner.call)),
+        })
+    }
+
+    fn take_blocked(&self, session: &str, call: &str) -> Vec<BlockedHost> {
+        self.0
+            .take_blocked(&owner_of(Some(session), Some(call)))
+            .into_iter()
+            .map(|b| BlockedHost {
+                host: b.host().to_owned(),
+                port: b.port,
+                line: b.to_string(),
+            })
+            .collect()
     }
 }
 
@@ -34,20 +58,20 @@ async fn origin() -> u16 {
 
 /// Every name is this machine (the test has no DNS); `origin.test` is allowed by exact name,
 /// which is what lets it reach a loopback address.
-fn start_proxy() -> Proxy {
+fn start_proxy() -> Arc<Proxy> {
     let lookup: Lookup =
         Arc::new(|_| Box::pin(async { Ok(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]) }));
     let policy = DomainPolicy::from_lists(["origin.test"], ["denied.test"]).unwrap();
-    Proxy::start(policy, lookup).unwrap()
+    Arc::new(Proxy::start(policy, lookup).unwrap())
 }
 
-fn executor(dirs: &Dirs, proxy: &Proxy, namespaces: bool) -> LocalShellExecutor {
+fn executor(dirs: &Dirs, proxy: &Arc<Proxy>, namespaces: bool) -> LocalShellExecutor {
     let mut policy = dirs.policy(SandboxMode::WorkspaceWrite);
     policy.namespaces = namespaces;
     let mut config = config();
     config.default_workdir = Some(policy.workspace.clone());
     let supervision = GuardSupervision::new(policy, program(User::Me))
-        .with_network_proxy(Arc::new(Running(proxy.port())));
+        .with_network_proxy(Arc::new(Running(proxy.clone())));
     LocalShellExecutor::new(config)
         .unwrap()
         .with_supervision(Arc::new(supervision))
@@ -107,5 +131,53 @@ async fn without_a_proxy_the_same_direct_connect_succeeds() {
     )
     .await;
     assert_eq!(out.stdout.text, "connected\n", "{}", out.stderr.text);
+    exec.dispose().await;
+}
+
+#[tokio::test]
+async fn what_the_proxy_refused_a_call_s_commands_is_kept_for_that_call_alone() {
+    let port = origin().await;
+    let proxy = start_proxy();
+    let dirs = Dirs::new();
+    let exec = executor(&dirs, &proxy, true);
+    let running = Running(proxy.clone());
+    // Through CONNECT curl prints no body: the report is the only place the host is named.
+    let script = format!(
+        "curl -sS -p http://exfil.test:{port}/ 2>&1
+         curl -sS http://denied.test:{port}/ >/dev/null 2>&1
+         curl -sS http://origin.test:{port}/"
+    );
+    let mut request = dsh_shell::ShellExecRequest::new(script);
+    request.session = Some("s1".into());
+    request.env = vec![(dsh_guard::CALL_ID_VARIABLE.into(), "call_7".into())];
+    let spec = exec.resolve(request).unwrap();
+    let out = dsh_testkit::bounded(exec.run(spec)).await.unwrap();
+    assert!(
+        out.stdout.text.contains("hello from origin"),
+        "{}",
+        out.stdout.text
+    );
+    let lines: Vec<String> = running
+        .take_blocked("s1", "call_7")
+        .into_iter()
+        .map(|b| b.line)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "[sandbox] network: blocked exfil.test:{port} (not in `[sandbox] allowed_domains`)"
+            ),
+            format!(
+                "[sandbox] network: blocked denied.test:{port} (denied by `[sandbox] \
+                 denied_domains` (entry \"denied.test\"))"
+            ),
+        ]
+    );
+    assert!(
+        running.take_blocked("s1", "call_7").is_empty(),
+        "reported twice"
+    );
+    assert!(running.take_blocked("s1", "call_8").is_empty());
     exec.dispose().await;
 }

@@ -9,6 +9,7 @@ use dsh_agent::events::{AgentPreStep, PreStepDecision};
 use dsh_agent::{CancelCause, CancelOptions, Setup};
 use dsh_kernel::{BoxError, Context};
 use dsh_prompt::Section;
+use dsh_session::SessionRerooted;
 use dsh_skills::{Catalog, Places};
 use futures::FutureExt;
 
@@ -31,6 +32,12 @@ pub struct AgentSpec {
     pub home: Option<PathBuf>,
     /// The person's home directory (`~/.agents/skills`, `~/.claude/skills`).
     pub user_home: Option<PathBuf>,
+    /// Offer the provider's own web search with every model request
+    /// (`[web_search] provider = "native"`).
+    pub provider_web_search: Option<dsh_llm::ProviderWebSearch>,
+    /// Move the (resumed) session to this directory before anything else reads its
+    /// directory (`--cwd DIR` on a resume): a durable `session/rerooted`.
+    pub reroot: Option<PathBuf>,
 }
 
 /// The per-agent composition: the `AGENTS.md` section of the agent's own working directory
@@ -41,10 +48,30 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
     let effort = spec.reasoning_effort.clone();
     let home = spec.home.clone();
     let user_home = spec.user_home.clone();
+    let provider_web_search = spec.provider_web_search;
+    let reroot = spec.reroot.clone();
     Box::new(move |agent_ctx: Context| {
         async move {
-            let cwd = dsh_agent::agent_of(&agent_ctx)
-                .and_then(|agent| agent.session().header().cwd.clone());
+            let session = dsh_agent::agent_of(&agent_ctx).map(|agent| agent.session().clone());
+            if let (Some(dir), Some(session)) = (&reroot, &session)
+                && session.cwd().as_deref() != Some(dir.as_path())
+            {
+                session.append_draft(SessionRerooted { cwd: dir.clone() }.draft())?;
+            }
+            let cwd = session.as_ref().and_then(|s| s.cwd());
+            // A session continued where its directory does not exist (another machine, a
+            // moved checkout) would fail every command: said now, with the way out.
+            if let (Some(dir), Some(session)) = (&cwd, &session)
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "session {} works in {}, which is not a directory here; resume it with \
+                     --cwd DIR to move it",
+                    session.id(),
+                    dir.display()
+                )
+                .into());
+            }
             if let (Some(cwd), Some(home)) = (&cwd, &home) {
                 let places = Places::for_workspace(cwd, home.clone(), user_home.clone());
                 // Found once, when the session starts: the list is part of the prompt's
@@ -89,10 +116,28 @@ pub(crate) fn agent_setup(spec: &AgentSpec) -> Setup {
             if let Some(effort) = effort {
                 crate::effort::apply(&agent_ctx, effort)?;
             }
+            if let Some(search) = provider_web_search {
+                offer_provider_web_search(&agent_ctx, search)?;
+            }
             Ok(None)
         }
         .boxed()
     })
+}
+
+/// Puts the provider's own web search in every model request's configuration (so the
+/// request header logs it); adapters whose API has none send the request without it.
+fn offer_provider_web_search(
+    agent_ctx: &Context,
+    search: dsh_llm::ProviderWebSearch,
+) -> Result<(), BoxError> {
+    let _ = agent_ctx.on_waterfall::<dsh_agent::events::AgentRequest, _>(
+        move |mut proposal, next| {
+            proposal.config.web_search = Some(search);
+            async move { next.run(proposal).await }
+        },
+    )?;
+    Ok(())
 }
 
 /// Cancels the agent with a hook cause when it proposes its `max + 1`-th model request (each

@@ -29,6 +29,7 @@ use dsh_store_jsonl::FileAttachments;
 use dsh_subagent::{SubagentConfig, SubagentPlugin, SubagentRuntime};
 use dsh_tools_builtin::BuiltinToolsPlugin;
 
+use crate::config::web_search::WebSearchChoice;
 use crate::config::{Overrides, Settings, Source, Sourced};
 use crate::error::HarnessError;
 use crate::planner::Planner;
@@ -132,7 +133,7 @@ pub struct Harness {
     web: PluginHandle,
     skills: PluginHandle,
     plan: PluginHandle,
-    mcp: Option<PluginHandle>,
+    pub(crate) mcp: Option<PluginHandle>,
     hooks: PluginHandle,
     /// Keeps the guard's pipeline listeners registered.
     _guard: dsh_guard::Installed,
@@ -186,12 +187,10 @@ impl Harness {
                 .values()
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.value.clone()))
                 .chain(settings.store.password_env().map(str::to_owned))
-                .chain(
-                    settings
-                        .web_search
-                        .as_ref()
-                        .and_then(|s| s.api_key_env.clone()),
-                )
+                .chain(settings.web_search.as_ref().and_then(|s| match s {
+                    WebSearchChoice::Api(api) => api.api_key_env.clone(),
+                    WebSearchChoice::Provider(_) => None,
+                }))
                 .collect(),
             // Spill files in dsh's own home, which no sandboxed command may write.
             scratch_dir: Some(settings.home.value.join("scratch")),
@@ -210,7 +209,16 @@ impl Harness {
         let policies = Arc::new(SessionPolicies::default());
         ctx.provide(policies.clone())
             .map_err(|e| HarnessError::start("provide the session policies", e))?;
-        let supervision = crate::guard::session_supervision(&settings, policies);
+        let default_approval = match options.front_end {
+            FrontEnd::Headless => ApprovalPolicy::Never,
+            FrontEnd::Interactive | FrontEnd::Editor => ApprovalPolicy::Ask,
+        };
+        let supervision = crate::guard::session_supervision(
+            &ctx,
+            &settings,
+            policies,
+            settings.guard.approval_or(default_approval),
+        )?;
         let executor = Arc::new(
             LocalShellExecutor::new(shell)
                 .map_err(|e| HarnessError::start("start the shell", e))?
@@ -269,11 +277,11 @@ impl Harness {
             .map_err(|e| HarnessError::start("mount subagents", e))?;
         let web = ctx
             .plugin(WebPlugin {
-                search: settings
-                    .web_search
-                    .as_ref()
-                    .map(|s| s.config(&crate::env::process_env))
-                    .transpose()?,
+                search: match &settings.web_search {
+                    Some(WebSearchChoice::Api(api)) => Some(api.config(&crate::env::process_env)?),
+                    // The provider searches by itself: dsh offers no tool for it.
+                    Some(WebSearchChoice::Provider(_)) | None => None,
+                },
                 ..WebPlugin::default()
             })
             .await
@@ -299,10 +307,6 @@ impl Harness {
             )))
             .await
             .map_err(|e| HarnessError::start("mount hooks", e))?;
-        let default_approval = match options.front_end {
-            FrontEnd::Headless => ApprovalPolicy::Never,
-            FrontEnd::Interactive | FrontEnd::Editor => ApprovalPolicy::Ask,
-        };
         let approval = settings.guard.approval_or(default_approval);
         let guard = crate::guard::install(&ctx, &core.prompt, &settings, default_approval)?;
         for (name, order, text) in TOOL_SECTIONS {

@@ -14,9 +14,11 @@ use serde::Deserialize;
 
 pub use crate::error::ConfigError;
 use crate::error::{config_bail, config_error};
+pub use edit::{NewServer, add_mcp_server, remove_mcp_server};
 
 pub mod checkpoints;
 mod compaction;
+mod edit;
 mod effort;
 mod empty;
 pub mod guard;
@@ -178,8 +180,9 @@ pub struct Settings {
     pub store: store::StoreSettings,
     /// `[checkpoints]`: whether the workspace is recorded for rewinds, and the size cap.
     pub checkpoints: checkpoints::CheckpointSettings,
-    /// `[web_search]`: the search API of `web_search` (`None`: the tool is not offered).
-    pub web_search: Option<web_search::WebSearchSettings>,
+    /// `[web_search]`: the search API of dsh's `web_search` tool, or the provider's own
+    /// search (`None`: no search is offered).
+    pub web_search: Option<web_search::WebSearchChoice>,
 }
 
 #[derive(Debug, Default, Deserialize)]

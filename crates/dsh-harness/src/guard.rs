@@ -4,15 +4,16 @@
 use std::sync::Arc;
 
 use dsh_guard::{
-    ApprovalPolicy, Guard, GuardSupervision, Installed, NetworkProxy, SandboxPolicy,
+    ApprovalPolicy, Guard, GuardSupervision, Hosts, Installed, NetworkProxy, SandboxPolicy,
     SessionPolicies, SupervisorProgram,
 };
 use dsh_kernel::Context;
-use dsh_netproxy::LazyProxy;
+use dsh_netproxy::{Asking, DEFAULT_ASK_TIMEOUT, LazyProxy};
 use dsh_prompt::{Section, SystemPrompt};
 
 use crate::config::Settings;
 use crate::error::HarnessError;
+use crate::network::{AskThePerson, ListedHosts, NetProxy};
 
 /// The sandbox policy of `settings`; `workspace` is the fallback for calls whose session
 /// has no working directory (every session normally has one, and it wins).
@@ -26,6 +27,10 @@ fn sandbox_policy(settings: &Settings) -> SandboxPolicy {
     policy.protect = guard.protect.value;
     policy.namespaces = guard.namespaces.value;
     policy.min_abi = guard.min_abi.as_ref().map(|m| m.value);
+    policy.hosts = guard
+        .allowlist
+        .as_ref()
+        .map(|list| Hosts(Arc::new(ListedHosts(list.policy.clone()))));
     policy
 }
 
@@ -37,21 +42,42 @@ pub fn supervision(settings: &Settings) -> Arc<GuardSupervision> {
 }
 
 /// [`supervision`] for a composition whose sessions may be narrowed in `policies` (plan
-/// mode): their commands run under the narrower mode.
+/// mode): their commands run under the narrower mode. With the network by allow-list, the
+/// proxy asks the person of a command's session about a blocked host (under `approval`, or
+/// the session's own policy in `policies`) and is provided on `ctx`, where the guard takes
+/// what it refused for each call's result.
 pub(crate) fn session_supervision(
+    ctx: &Context,
     settings: &Settings,
     policies: Arc<SessionPolicies>,
-) -> Arc<GuardSupervision> {
-    Arc::new(unnarrowed(settings).with_session_policies(policies))
+    approval: ApprovalPolicy,
+) -> Result<Arc<GuardSupervision>, HarnessError> {
+    let mut supervision = confined(settings);
+    if let Some(list) = &settings.guard.allowlist {
+        let asker = AskThePerson {
+            ctx: ctx.clone(),
+            approval,
+            policies: policies.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        };
+        let lazy =
+            LazyProxy::new(list.policy.clone(), dsh_netproxy::system_lookup()).asking(Asking {
+                asker: Arc::new(asker),
+                timeout: DEFAULT_ASK_TIMEOUT,
+            });
+        let proxy = Arc::new(NetProxy(lazy));
+        ctx.provide::<dyn NetworkProxy>(proxy.clone())
+            .map_err(|e| HarnessError::start("provide the network proxy", e))?;
+        supervision = supervision.with_network_proxy(proxy);
+    }
+    Ok(Arc::new(supervision.with_session_policies(policies)))
 }
 
+/// The supervision of `settings`; with the allow-list, a proxy that asks nobody.
 fn unnarrowed(settings: &Settings) -> GuardSupervision {
-    let supervision = GuardSupervision::new(
-        sandbox_policy(settings),
-        SupervisorProgram::this_executable(),
-    );
+    let supervision = confined(settings);
     match &settings.guard.allowlist {
-        Some(list) => supervision.with_network_proxy(Arc::new(Proxy(LazyProxy::new(
+        Some(list) => supervision.with_network_proxy(Arc::new(NetProxy(LazyProxy::new(
             list.policy.clone(),
             dsh_netproxy::system_lookup(),
         )))),
@@ -59,14 +85,11 @@ fn unnarrowed(settings: &Settings) -> GuardSupervision {
     }
 }
 
-/// dsh-netproxy's proxy behind dsh-guard's seam (neither crate knows the other).
-#[derive(Debug)]
-struct Proxy(LazyProxy);
-
-impl NetworkProxy for Proxy {
-    fn port(&self) -> Result<u16, String> {
-        self.0.get().map(dsh_netproxy::Proxy::port)
-    }
+fn confined(settings: &Settings) -> GuardSupervision {
+    GuardSupervision::new(
+        sandbox_policy(settings),
+        SupervisorProgram::this_executable(),
+    )
 }
 
 /// Puts the guard on `ctx`'s tool pipeline with the configured approval policy, or the front

@@ -104,7 +104,7 @@ impl HookTrust for AskThePerson {
             cancel: CancellationToken::new(),
         };
         match approver.request(request).await {
-            ApprovalOutcome::AllowedOnce => TrustAnswer::Trust,
+            ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession => TrustAnswer::Trust,
             ApprovalOutcome::Rejected | ApprovalOutcome::Cancelled => TrustAnswer::Skip,
             ApprovalOutcome::Unavailable => TrustAnswer::Confine,
         }

@@ -3,9 +3,12 @@
 use std::sync::Arc;
 
 use dsh_kernel::{Context, PluginHandle};
-use dsh_mcp::{McpOptions, McpPlugin};
+use dsh_mcp::{McpOptions, McpPlugin, McpServer, McpServers};
+use dsh_session::SessionId;
 use dsh_shell::Supervision;
+use dsh_skills::{Kind, SlashEntry};
 
+use crate::compose::Harness;
 use crate::config::Settings;
 use crate::error::HarnessError;
 
@@ -50,21 +53,93 @@ pub fn confine(ctx: &Context, supervision: Arc<dyn Supervision>) -> Result<(), H
         .map_err(|e| HarnessError::start("set up the sandbox of MCP servers", e))
 }
 
-/// Mounts the configured servers (started in the background; the first model request waits
-/// for them), or nothing when none is configured; either way stdio servers started on `ctx`
-/// later (ACP's `mcpServers`) run in the sandbox.
+/// The servers to start in `workspace`: the configured ones, then the trusted project
+/// servers of its `.mcp.json` (see [`crate::project_mcp`]), and what to say about the ones
+/// left out.
+pub fn servers(
+    settings: &Settings,
+    workspace: &std::path::Path,
+) -> (Vec<dsh_mcp::ServerConfig>, Vec<String>) {
+    match crate::project_mcp::project_servers(&settings.home.value, workspace) {
+        Ok(project) => crate::project_mcp::with_project(&settings.mcp_servers, project.as_ref()),
+        Err(error) => (settings.mcp_servers.clone(), vec![error]),
+    }
+}
+
+/// Mounts the configured servers and the trusted project servers (started in the background;
+/// the first model request waits for them), or nothing when there are none; either way stdio
+/// servers started on `ctx` later (ACP's `mcpServers`) run in the sandbox.
 pub(crate) async fn mount(
     ctx: &Context,
     settings: &Settings,
     supervision: Arc<dyn Supervision>,
 ) -> Result<Option<PluginHandle>, HarnessError> {
     confine(ctx, supervision)?;
-    if settings.mcp_servers.is_empty() {
+    let options = options(settings)?;
+    let (configs, notices) = servers(settings, &options.cwd);
+    for notice in notices {
+        eprintln!("dsh: {notice}");
+    }
+    if configs.is_empty() {
         return Ok(None);
     }
-    let options = options(settings)?;
-    let plugin = McpPlugin::new(settings.mcp_servers.clone(), options);
+    let plugin = McpPlugin::new(configs, options);
     Ok(Some(ctx.plugin(plugin).await.map_err(|e| {
         HarnessError::start("start the MCP servers", e)
     })?))
+}
+
+impl Harness {
+    /// The configured servers' set, when any is configured.
+    fn mcp_set(&self) -> Option<Arc<McpServers>> {
+        self.mcp.as_ref().and_then(|p| p.ctx().get::<McpServers>())
+    }
+
+    /// The configured servers that started (none while they are still starting).
+    pub fn mcp_servers(&self) -> Vec<Arc<McpServer>> {
+        self.mcp_set().map(|s| s.ready()).unwrap_or_default()
+    }
+
+    /// What a person can type as `/name` in `session`: its custom commands and skills, then
+    /// the configured MCP servers' prompts (`/mcp__SERVER__PROMPT`) of the servers started
+    /// so far.
+    pub fn slash_entries(&self, session: &SessionId) -> Vec<SlashEntry> {
+        let mut entries = self
+            .catalog(session)
+            .map(|c| c.slash_entries())
+            .unwrap_or_default();
+        entries.extend(
+            dsh_mcp::prompt_commands(&self.mcp_servers())
+                .into_iter()
+                .map(|p| SlashEntry {
+                    name: p.name,
+                    description: p.description,
+                    argument_hint: p.argument_hint,
+                    kind: Kind::Prompt,
+                }),
+        );
+        entries
+    }
+
+    /// The message a person's `/name args` line stands for in `session`: a custom command, a
+    /// skill, or an MCP server's prompt (got from the server, after the servers' start-up);
+    /// `None` when the line names none of them; an error text says why it could not be had.
+    pub async fn expand_line(
+        &self,
+        session: &SessionId,
+        line: &str,
+    ) -> Option<Result<String, String>> {
+        if let Some(expanded) = self.expand(session, line) {
+            return Some(expanded.map(|e| e.prompt).map_err(|p| p.to_string()));
+        }
+        let set = self.mcp_set()?;
+        if !line
+            .trim_start()
+            .starts_with(&format!("/{}", dsh_mcp::naming::PREFIX))
+        {
+            return None;
+        }
+        set.settled().await;
+        dsh_mcp::expand_prompt(&set.ready(), line).await
+    }
 }

@@ -169,11 +169,18 @@ impl Harness {
         let LocatedSession { id, resumed } = located;
         let mut notices = Vec::new();
         let handle = if resumed {
-            let plan = self
+            let mut plan = self
                 .planner
                 .resumed_session(&id, &request.route, request.max_turns)
                 .await?;
             notices.extend(plan.notice.clone());
+            // `--cwd` on a resume (not `--continue`, where it only finds the session) moves
+            // the session there.
+            if request.reference != SessionReference::Continue
+                && let Some(dir) = &request.cwd
+            {
+                plan.spec.reroot = Some(workspace_dir(Some(dir.clone()))?);
+            }
             let mut options = ResumeAgentOptions::new(id.clone());
             options.agent_options = plan.options.clone();
             options.setup = Some(agent_setup(&plan.spec));
@@ -218,18 +225,18 @@ impl Harness {
             handle.dispose().await;
             return Err(e);
         }
-        // A resumed session keeps the directory it was started in; say so rather than
-        // silently ignoring a directory that names another one.
+        // A resumed session moved by `--cwd`: said, naming where it was.
         if resumed
             && request.reference != SessionReference::Continue
-            && let Some(asked) = &request.cwd
-            && let Some(stored) = handle.agent().session().header().cwd.as_deref()
-            && !same_dir(stored, asked)
+            && request.cwd.is_some()
+            && let Some(started) = handle.agent().session().header().cwd.as_deref()
+            && let Some(now) = handle.agent().session().cwd()
+            && !same_dir(started, &now)
         {
             notices.push(format!(
-                "ignoring --cwd {}: session {id} works in {}",
-                asked.display(),
-                stored.display()
+                "session {id} works in {} from now on (it started in {})",
+                now.display(),
+                started.display()
             ));
         }
         Ok(OpenedSession {

@@ -129,6 +129,11 @@ impl Planner {
             reasoning_effort: settings.reasoning_effort.as_ref().map(|e| e.value.clone()),
             home: Some(settings.home.value.clone()),
             user_home: crate::env::process_env("HOME").map(PathBuf::from),
+            provider_web_search: match &settings.web_search {
+                Some(crate::config::web_search::WebSearchChoice::Provider(search)) => Some(*search),
+                _ => None,
+            },
+            reroot: None,
         };
         Plan {
             settings,

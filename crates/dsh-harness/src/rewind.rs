@@ -89,12 +89,14 @@ pub async fn diff_stored(
 ) -> Result<Vec<FileDiff>, HarnessError> {
     let id = store.resolve(reference).await?;
     let stored = store.read(&id).await?;
-    let workspace = stored.header.cwd.clone().ok_or_else(|| {
-        failed(
-            "cannot diff",
-            format!("session {id} has no working directory"),
-        )
-    })?;
+    let workspace = dsh_session::SessionRerooted::latest(stored.events.iter())
+        .or_else(|| stored.header.cwd.clone())
+        .ok_or_else(|| {
+            failed(
+                "cannot diff",
+                format!("session {id} has no working directory"),
+            )
+        })?;
     let events = stored.events.into_iter().map(Arc::new).collect();
     Checkpoints::new(checkpoint_config(settings), None, None)
         .diff(&workspace, events, turn)
@@ -115,8 +117,17 @@ pub async fn prune_checkpoints(
         };
         // A session that cannot be read keeps its workspace's store whole: nothing it might
         // refer to is deleted.
+        // A session moved with `--cwd` has checkpoints in each directory it worked in.
+        let mut dirs = vec![cwd];
         let ids = match store.read(&listing.header.id).await {
             Ok(stored) => {
+                dirs.extend(
+                    stored
+                        .events
+                        .iter()
+                        .filter_map(dsh_session::SessionRerooted::of)
+                        .map(|moved| moved.cwd),
+                );
                 let events: Vec<_> = stored.events.into_iter().map(Arc::new).collect();
                 referenced(&events)
             }
@@ -125,7 +136,11 @@ pub async fn prune_checkpoints(
                 return Err(failed("cannot read every session; nothing was pruned", e));
             }
         };
-        refs.entry(store_dir(&root, &cwd)).or_default().extend(ids);
+        for dir in dirs {
+            refs.entry(store_dir(&root, &dir))
+                .or_default()
+                .extend(ids.iter().cloned());
+        }
     }
     tokio::task::spawn_blocking(move || {
         dsh_checkpoint::prune(&root, &refs, dsh_checkpoint::prune::GRACE)

@@ -59,6 +59,11 @@ pub async fn run_event(
         report(event, &merged);
         return merged;
     };
+    // A hook may change the workspace: whatever records it first (the turn checkpoint, taken
+    // beside the first model request) is over before the hook starts.
+    if let Some(fence) = site.ctx.get::<dsh_agent::WorkspaceFence>() {
+        fence.pass(site.session.id()).await;
+    }
     // A hook is a side effect: what it is told about (the claimed prompt, the call) is
     // durable before it runs, as a tool call is before its body. Free when nothing is pending.
     if let Some(store) = site.ctx.get::<dsh_session::SessionStore>()

@@ -563,3 +563,41 @@ async fn untrusted_workspace_hooks_are_asked_about_once_and_trust_is_recorded_or
         assert_healthy(&h, &agent);
     }
 }
+
+#[tokio::test]
+async fn a_hook_waits_for_the_work_holding_the_sessions_workspace_fence() {
+    let h = harness(
+        r#"{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command",
+            "command":"touch hooked"}]}]}}"#,
+        vec![Script::text("ok")],
+    )
+    .await;
+    let fence = Arc::new(dsh_agent::WorkspaceFence::default());
+    h._ctx
+        .provide::<dsh_agent::WorkspaceFence>(fence.clone())
+        .unwrap();
+    let agent = h.agent().await;
+    // The held work (a turn checkpoint, say): its gate is reached when a passer first waits
+    // on it.
+    let gate = dsh_testkit::Gate::new();
+    let held = gate.clone();
+    fence.hold(agent.session().id(), async move { held.pass().await });
+    agent.followup(Message::user_text("hello")).unwrap();
+    tokio::select! {
+        () = h.model.wait_for_requests(1) => panic!("the hook ran past the held fence"),
+        r = tokio::time::timeout(BOUND, gate.reached()) => r.expect("the hook waits at the fence"),
+    }
+    assert!(
+        !h.path("hooked").exists(),
+        "the hook ran before the held work was done"
+    );
+    gate.release();
+    tokio::time::timeout(BOUND, agent.when_idle())
+        .await
+        .expect("the agent settles");
+    assert!(
+        h.path("hooked").exists(),
+        "the hook ran once the work was done"
+    );
+    assert_eq!(last_turn_end(&agent), TurnEndReason::Completed);
+}

@@ -9,6 +9,9 @@ use serde_json::{Map, Value, json};
 use crate::config::{AnthropicConfig, FALLBACK_MAX_TOKENS};
 use crate::translate::REPLAY_KEY;
 
+/// The version of Anthropic's web search server tool dsh offers.
+const WEB_SEARCH_TOOL: &str = "web_search_20250305";
+
 /// Builds the JSON body for `options`. Refused before any I/O: images (not sent yet) and
 /// efforts the model does not offer.
 pub(crate) fn build_body(
@@ -36,14 +39,22 @@ pub(crate) fn build_body(
         }
         body.insert("system".into(), json!([block]));
     }
-    if !options.tools.is_empty() {
-        let tools: Vec<Value> = options
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"name": t.name, "description": t.description, "input_schema": t.parameters})
-            })
-            .collect();
+    let mut tools: Vec<Value> = options
+        .tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect();
+    if let Some(search) = &options.config.web_search {
+        // Last, after the function tools, so turning it on leaves their cached prefix alone.
+        let mut tool = json!({"type": WEB_SEARCH_TOOL, "name": "web_search"});
+        if let Some(max) = search.max_uses {
+            tool["max_uses"] = json!(max);
+        }
+        tools.push(tool);
+    }
+    if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
     let mut messages = wire_messages(&options.config.provider, options, &options.messages)?;
@@ -197,8 +208,8 @@ fn user_blocks(options: &GenerateOptions, message: &Message) -> Result<Vec<Value
     Ok(blocks)
 }
 
-/// An assistant turn: the thinking blocks this route streamed (signed, verbatim) first, then
-/// text and tool calls. Reasoning from another provider has no valid signature here and is
+/// An assistant turn: the blocks this route streamed that the API wants back verbatim
+/// (signed thinking, its own web searches and their results) first, then text and tool calls. Reasoning from another provider has no valid signature here and is
 /// left out; tool call ids are kept as they are, so results still pair with their calls.
 fn assistant_blocks(route: &str, message: &Message) -> Result<Vec<Value>, LlmFailure> {
     let mut blocks = Vec::new();
@@ -364,6 +375,47 @@ mod tests {
         assert_eq!(m[1]["content"][1]["text"], "a1");
         assert_eq!(m[3]["content"].as_array().unwrap().len(), 1);
         assert_eq!(m[3]["content"][0]["text"], "a2");
+    }
+
+    #[test]
+    fn the_provider_web_search_is_offered_after_the_function_tools_and_its_blocks_go_back() {
+        let mut o = options(vec![Message::user_text("q")]);
+        o.config.web_search = Some(dsh_llm::ProviderWebSearch { max_uses: Some(3) });
+        let b = body(&o);
+        assert_eq!(
+            b["tools"],
+            json!([
+                {"name":"bash","description":"run","input_schema":{"type":"object"}},
+                {"type":"web_search_20250305","name":"web_search","max_uses":3},
+            ])
+        );
+        // Without it, the tools are exactly as before (the cached prefix does not change).
+        let plain = body(&options(vec![Message::user_text("q")]));
+        assert_eq!(plain["tools"].as_array().unwrap().len(), 1);
+
+        let searched = json!({REPLAY_KEY: [
+            {"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"x"}},
+            {"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]},
+        ]});
+        let b = body(&options(vec![
+            Message::user_text("q"),
+            assistant(
+                vec![
+                    ContentBlock::Reasoning {
+                        text: "web_search (run by the provider): x".into(),
+                    },
+                    ContentBlock::text("found"),
+                ],
+                "anthropic",
+                Some(searched),
+            ),
+            Message::user_text("q2"),
+        ]));
+        let content = &b["messages"][1]["content"];
+        assert_eq!(content[0]["type"], "server_tool_use");
+        assert_eq!(content[1]["type"], "web_search_tool_result");
+        assert_eq!(content[2]["text"], "found");
+        assert_eq!(content.as_array().unwrap().len(), 3, "{content}");
     }
 
     #[test]

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use crate::errors::failure_from_body;
 use crate::wire::{BlockChange, BlockStart, Event, Usage};
 
-/// The key under which thinking blocks travel in an assistant message's replay state.
+/// The key under which the blocks the API wants back verbatim travel in an assistant
+/// message's replay state: thinking (signed), redacted thinking, and the provider's own web
+/// searches with their results. (The name predates the searches; it stays for stored
+/// sessions.)
 pub(crate) const REPLAY_KEY: &str = "anthropicThinking";
 
 /// Turns the `data:` payloads of one streamed message into [`StreamChunk`]s.
@@ -18,17 +21,24 @@ pub(crate) const REPLAY_KEY: &str = "anthropicThinking";
 /// Each content block the API opens becomes a dsh block in the same order (text, reasoning
 /// for `thinking`, tool call for `tool_use`) and ends with it. Thinking blocks, with their
 /// signatures, and redacted thinking are also kept in order for the finish's `replay_state`:
-/// the API requires them back verbatim in the next request of a tool loop. `message_stop`
-/// produces the usage and the finish. Pure (no I/O), so it is tested without a network.
+/// the API requires them back verbatim in the next request of a tool loop. So are the
+/// provider's own web searches (`server_tool_use` and `web_search_tool_result`): the answer's
+/// citations point into them. A search is also shown as a short reasoning block naming its
+/// query, so a person sees what was looked up (the adapter never sends reasoning back, so the
+/// line costs no prompt tokens). `message_stop` produces the usage and the finish. Pure (no
+/// I/O), so it is tested without a network.
 #[derive(Debug, Default)]
 pub struct Translator {
     /// Wire block index → dsh block, for the blocks that have one.
     blocks: HashMap<u64, (u32, Open)>,
     next: u32,
-    /// Thinking and redacted thinking blocks, in order, for the replay state.
-    thinking: Vec<Value>,
-    /// Wire index → position in `thinking` of a thinking block still streaming.
+    /// Thinking, redacted thinking and server search blocks, in order, for the replay state.
+    replay: Vec<Value>,
+    /// Wire index → position in `replay` of a thinking block still streaming.
     thinking_at: HashMap<u64, usize>,
+    /// Wire index → position in `replay` of a server tool call still streaming, and its input
+    /// so far.
+    server_at: HashMap<u64, (usize, String)>,
     usage: Usage,
     stop_reason: Option<String>,
     done: bool,
@@ -129,8 +139,8 @@ impl Translator {
                 thinking,
                 signature,
             } => {
-                self.thinking_at.insert(wire, self.thinking.len());
-                self.thinking.push(json!({
+                self.thinking_at.insert(wire, self.replay.len());
+                self.replay.push(json!({
                     "type": "thinking", "thinking": "", "signature": signature,
                 }));
                 self.open(
@@ -142,7 +152,7 @@ impl Translator {
                 self.delta(wire, BlockChange::ThinkingDelta { thinking }, out);
             }
             BlockStart::RedactedThinking { data } => {
-                self.thinking
+                self.replay
                     .push(json!({ "type": "redacted_thinking", "data": data }));
             }
             BlockStart::ToolUse { id, name, input } => {
@@ -165,8 +175,60 @@ impl Translator {
                     arguments_delta: String::new(),
                 }]);
             }
+            BlockStart::ServerToolUse { id, name, input } => {
+                self.server_at
+                    .insert(wire, (self.replay.len(), String::new()));
+                self.replay.push(json!({
+                    "type": "server_tool_use", "id": id, "name": name, "input": input,
+                }));
+            }
+            BlockStart::WebSearchToolResult {
+                tool_use_id,
+                content,
+            } => {
+                self.replay.push(json!({
+                    "type": "web_search_tool_result", "tool_use_id": tool_use_id,
+                    "content": content,
+                }));
+            }
             BlockStart::Unknown => {}
         }
+    }
+
+    /// Completes a server tool call's input and shows what it searched for.
+    fn stop_server_tool(&mut self, at: usize, partial: String, out: &mut impl Extend<StreamChunk>) {
+        let Some(block) = self.replay.get_mut(at) else {
+            return;
+        };
+        if !partial.is_empty() {
+            // Input the API streamed whole is valid JSON; anything else keeps the start's.
+            if let Ok(input) = serde_json::from_str::<Value>(&partial) {
+                block["input"] = input;
+            }
+        }
+        let query = block["input"]["query"].as_str().unwrap_or("").to_owned();
+        let name = block["name"].as_str().unwrap_or("server tool").to_owned();
+        let text = if query.is_empty() {
+            format!("{name} (run by the provider)")
+        } else {
+            format!("{name} (run by the provider): {query}")
+        };
+        let index = self.next;
+        self.next += 1;
+        out.extend([
+            StreamChunk::BlockStart {
+                index,
+                block_type: BlockType::Reasoning,
+            },
+            StreamChunk::ReasoningDelta {
+                index,
+                text: text.clone(),
+            },
+            StreamChunk::BlockEnd {
+                index,
+                block: ContentBlock::Reasoning { text },
+            },
+        ]);
     }
 
     fn delta(&mut self, wire: u64, delta: BlockChange, out: &mut impl Extend<StreamChunk>) {
@@ -174,12 +236,18 @@ impl Translator {
             if let Some(block) = self
                 .thinking_at
                 .get(&wire)
-                .and_then(|&at| self.thinking.get_mut(at))
+                .and_then(|&at| self.replay.get_mut(at))
                 && let Some(sig) = block.get_mut("signature")
             {
                 let joined = format!("{}{signature}", sig.as_str().unwrap_or(""));
                 *sig = Value::String(joined);
             }
+            return;
+        }
+        if let (Some((_, input)), BlockChange::InputJsonDelta { partial_json }) =
+            (self.server_at.get_mut(&wire), &delta)
+        {
+            input.push_str(partial_json);
             return;
         }
         let Some((index, open)) = self.blocks.get_mut(&wire) else {
@@ -198,7 +266,7 @@ impl Translator {
                 if let Some(block) = self
                     .thinking_at
                     .get(&wire)
-                    .and_then(|&at| self.thinking.get_mut(at))
+                    .and_then(|&at| self.replay.get_mut(at))
                 {
                     block["thinking"] = Value::String(acc.clone());
                 }
@@ -225,6 +293,10 @@ impl Translator {
 
     fn stop(&mut self, wire: u64, out: &mut impl Extend<StreamChunk>) {
         self.thinking_at.remove(&wire);
+        if let Some((at, partial)) = self.server_at.remove(&wire) {
+            self.stop_server_tool(at, partial, out);
+            return;
+        }
         let Some((index, open)) = self.blocks.remove(&wire) else {
             return;
         };
@@ -308,7 +380,7 @@ impl Translator {
             _ => FinishReason::Stop,
         };
         let replay_state =
-            (!self.thinking.is_empty()).then(|| json!({ REPLAY_KEY: self.thinking.clone() }));
+            (!self.replay.is_empty()).then(|| json!({ REPLAY_KEY: self.replay.clone() }));
         out.extend([StreamChunk::Finish {
             reason,
             replay_state,
@@ -430,6 +502,54 @@ mod tests {
             json!([
                 {"type":"thinking","thinking":"let me think","signature":"sig=="},
                 {"type":"redacted_thinking","data":"opaque"}
+            ])
+        );
+    }
+
+    #[test]
+    fn a_provider_web_search_is_kept_for_replay_and_shown_by_its_query() {
+        let results = json!([{"type":"web_search_result","url":"https://a.example/","title":"A",
+                              "encrypted_content":"enc","page_age":null}]);
+        let out = run(&[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Let me look."}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"query\": \"rust "}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"2026\"}"}}),
+            json!({"type":"content_block_stop","index":1}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":results}}),
+            json!({"type":"content_block_stop","index":2}),
+            json!({"type":"content_block_start","index":3,"content_block":{"type":"text","text":"","citations":[]}}),
+            json!({"type":"content_block_delta","index":3,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location","url":"https://a.example/"}}}),
+            json!({"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"It is out."}}),
+            json!({"type":"content_block_stop","index":3}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9,"server_tool_use":{"web_search_requests":1}}}),
+            json!({"type":"message_stop"}),
+        ]);
+        let ends: Vec<&ContentBlock> = out
+            .iter()
+            .filter_map(|c| match c {
+                StreamChunk::BlockEnd { block, .. } => Some(block),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                &ContentBlock::text("Let me look."),
+                &ContentBlock::Reasoning {
+                    text: "web_search (run by the provider): rust 2026".into()
+                },
+                &ContentBlock::text("It is out."),
+            ]
+        );
+        let (reason, replay) = finish(&out);
+        assert_eq!(reason, &FinishReason::Stop);
+        assert_eq!(
+            replay.unwrap()[REPLAY_KEY],
+            json!([
+                {"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"rust 2026"}},
+                {"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":results},
             ])
         );
     }

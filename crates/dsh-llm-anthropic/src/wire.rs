@@ -64,6 +64,19 @@ pub(crate) enum BlockStart {
         #[serde(default)]
         input: Value,
     },
+    /// A server tool the provider runs itself (its web search); the input streams as JSON.
+    ServerToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// The results of the provider's web search, whole in the start event.
+    WebSearchToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
     #[serde(other)]
     Unknown,
 }

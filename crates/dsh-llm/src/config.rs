@@ -46,6 +46,21 @@ pub struct LlmCallConfig {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Vec<String>>,
+    /// The provider's own web search, run on its servers (`[web_search] provider = "native"`).
+    /// Adapters whose API has one offer it with the request (Anthropic's `web_search` server
+    /// tool); the others have none to offer and send the request without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<ProviderWebSearch>,
+}
+
+/// A provider-side web search offered with a request (see [`LlmCallConfig::web_search`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderWebSearch {
+    /// At most this many searches per request (the provider's own cap when absent): each one
+    /// is billed by the provider on top of tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
 }
 
 impl LlmCallConfig {
@@ -166,6 +181,7 @@ mod tests {
             temperature: None,
             max_tokens: Some(10),
             stop: Some(vec!["x".into()]),
+            web_search: None,
         };
         let text = serde_json::to_string(&c).unwrap();
         assert_eq!(

@@ -25,7 +25,8 @@ pub use adapter::{Adapter, ChunkStream, LlmStream};
 pub use assembler::BlockAssembler;
 pub use catalog::{ModelCatalog, ModelFacts, ModelOverride, ModelPrice};
 pub use config::{
-    AdapterDefaults, GenerateOptions, LlmCallConfig, Purpose, ToolSchema, image_base64,
+    AdapterDefaults, GenerateOptions, LlmCallConfig, ProviderWebSearch, Purpose, ToolSchema,
+    image_base64,
 };
 pub use credential::{USER_AGENT, normalize_api_key};
 pub use error::{BoxError, LlmError};

@@ -15,6 +15,10 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one tool call may run when its server names no `tool_timeout_sec` (Codex's
 /// default): a hanging server must not hang the turn.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one call may run in all, however steadily its server reports progress, when its
+/// config names no `tool_timeout_max_sec`: progress extends a call's timeout, and a server
+/// that reports forever must still not hold the turn forever.
+pub const DEFAULT_TOOL_TIMEOUT_MAX: Duration = Duration::from_secs(30 * 60);
 
 /// How a server is reached. Its `Debug` form names variables and headers but never shows their
 /// values: they are where credentials live.
@@ -112,8 +116,11 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// How long starting it and listing its tools may take.
     pub startup_timeout: Duration,
-    /// How long one call may run.
+    /// How long one call may run without a word from its server: every progress report
+    /// starts this again.
     pub tool_timeout: Duration,
+    /// How long one call may run in all, progress or not.
+    pub tool_timeout_max: Duration,
     /// When set, only these tools are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// Tools never offered (applied after `enabled_tools`).
@@ -156,6 +163,7 @@ impl ServerConfig {
             enabled: true,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            tool_timeout_max: DEFAULT_TOOL_TIMEOUT_MAX,
             enabled_tools: None,
             disabled_tools: Vec::new(),
             approval: ApprovalMode::default(),
@@ -213,6 +221,12 @@ impl ServerConfig {
         }
         if self.tool_timeout.is_zero() {
             return invalid("tool_timeout_sec must be positive".to_owned());
+        }
+        if self.tool_timeout_max < self.tool_timeout {
+            return invalid(format!(
+                "tool_timeout_max_sec ({:?}) is shorter than tool_timeout_sec ({:?})",
+                self.tool_timeout_max, self.tool_timeout
+            ));
         }
         match &self.transport {
             Transport::Stdio { command, .. } if command.trim().is_empty() => {

@@ -11,8 +11,10 @@
 //!   server that fails is reported and the session goes on without it.
 //! - Tools are offered as `mcp__<server>__<tool>` ([`naming`]) with schemas made acceptable to
 //!   providers ([`schema`]); results become tool outputs ([`result`]).
-//! - The tool list changes only at step boundaries (`agent/pre-step`), so the prompt prefix is
-//!   stable within a step even when a server announces a new list.
+//! - The tool list changes only at step boundaries (`system-prompt/assemble`), so the prompt
+//!   prefix is stable within a step even when a server announces a new list.
+//! - A server's progress reports are shown live and keep its call alive: each one starts the
+//!   call's `tool_timeout` again, up to `tool_timeout_max` in all.
 //! - A cancelled call returns `ABORTED` at once and sends `notifications/cancelled`; a hanging
 //!   server is bounded by the tool timeout.
 //! - Approval is the guard's (dsh-guard): an MCP tool asks under the approval policy unless a
@@ -25,11 +27,18 @@
 //!   `sh` supervisor, so none outlives dsh, even on SIGKILL.
 
 mod config;
+mod elicit;
 pub mod env;
 mod error;
+mod exit;
+mod handler;
+pub mod instructions;
+mod listing;
 pub mod naming;
 mod plugin;
 mod process;
+mod prompts;
+mod resources;
 pub mod result;
 pub mod schema;
 mod server;
@@ -40,9 +49,14 @@ mod tool;
 pub mod test_server;
 
 pub use config::{
-    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
+    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT_MAX,
+    ServerConfig, Transport,
 };
 pub use error::McpError;
 pub use plugin::McpPlugin;
+pub use prompts::{PromptCommand, expand_prompt, prompt_commands};
+pub use resources::{LIST_RESOURCES, READ_RESOURCE};
 pub use server::{MCP_CALL_FAILED, MCP_TOOL_TIMEOUT, McpServer, OfferedTool};
-pub use servers::{EnvLookup, FailureReporter, McpOptions, McpServers, ServerState, ServerStatus};
+pub use servers::{
+    EnvLookup, FailureReporter, MAX_RESTARTS, McpOptions, McpServers, ServerState, ServerStatus,
+};

@@ -76,6 +76,61 @@ fn block(content: &McpContent, attachments: Option<&dyn Attachments>) -> Content
     ContentBlock::text(text)
 }
 
+/// The contents of a read resource as blocks the model reads, each under a header naming its
+/// URI and MIME type: text as text, an image as an image (stored in `attachments`), other
+/// binary content as a placeholder saying what it was.
+pub fn resource_blocks(
+    contents: &[ResourceContents],
+    attachments: Option<&dyn Attachments>,
+) -> Vec<ContentBlock> {
+    let mut blocks = Vec::new();
+    for content in contents {
+        match content {
+            ResourceContents::TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                ..
+            } => blocks.push(ContentBlock::text(format!(
+                "[resource: {uri}, {}]\n{text}",
+                mime_type.as_deref().unwrap_or("text/plain")
+            ))),
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => {
+                let mime = mime_type.as_deref().unwrap_or("application/octet-stream");
+                let image = mime
+                    .starts_with("image/")
+                    .then(|| stored_image(blob, attachments));
+                match image {
+                    Some(Ok(block)) => {
+                        blocks.push(ContentBlock::text(format!("[resource: {uri}, {mime}]")));
+                        blocks.push(block);
+                    }
+                    Some(Err(why)) => blocks.push(ContentBlock::text(format!(
+                        "[resource: {uri}, {mime}, {} bytes; not shown: {why}]",
+                        decoded_len(blob)
+                    ))),
+                    None => blocks.push(ContentBlock::text(format!(
+                        "[resource: {uri}, {mime}, {} bytes; binary, not shown]",
+                        decoded_len(blob)
+                    ))),
+                }
+            }
+            _ => blocks.push(ContentBlock::text(
+                "[resource content of a kind dsh does not show yet]",
+            )),
+        }
+    }
+    if blocks.is_empty() {
+        blocks.push(ContentBlock::text("(the resource is empty)"));
+    }
+    blocks
+}
+
 /// An image block for base64 `data`, checked by its bytes (not the server's word for its
 /// type), downscaled and stored; else why not.
 fn stored_image(data: &str, attachments: Option<&dyn Attachments>) -> Result<ContentBlock, String> {

@@ -1,33 +1,36 @@
 //! One connected server: the MCP session, its process, its current tool list, and calls.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_session::Attachments;
 use dsh_tools::{LivePublisher, ToolError, ToolOutput};
+use futures::FutureExt;
 use parking_lot::Mutex;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ProgressNotificationParam,
-    ProgressToken, RequestId, ServerResult, Tool as McpToolDef,
+    ClientRequest, GetPromptRequestParams, GetPromptResult, ProgressToken, Prompt,
+    ReadResourceRequestParams, RequestId, Resource, ResourceContents, ServerResult,
+    Tool as McpToolDef,
 };
-use rmcp::service::{
-    MaybeSendFuture, NotificationContext, PeerRequestOptions, RequestHandle, RunningService,
-    ServiceError,
-};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
+use crate::elicit::{Asker, RunningCall, RunningCalls};
 use crate::env::server_env;
 use crate::error::McpError;
+use crate::exit::EndWatch;
+use crate::handler::{Handler, ProgressSinks, Watched, workspace_roots};
+use crate::listing::Listing;
 use crate::naming::tool_name;
 use crate::process::{Launch, ServerProcess, SpawnError};
 use crate::result::to_output;
@@ -51,46 +54,6 @@ pub struct OfferedTool {
     pub parameters: Value,
 }
 
-/// Where a running call's progress reports go, by the progress token of its request.
-type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, LivePublisher>>>;
-
-/// Receives the server's notifications: a tools-list change bumps the wanted generation, and
-/// the server's refresher lists the tools again; a progress report goes to the live feed of
-/// the call whose request carried its token.
-struct Handler {
-    wanted: watch::Sender<u64>,
-    progress: ProgressSinks,
-}
-
-impl ClientHandler for Handler {
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let publisher = self.progress.lock().get(&params.progress_token).cloned();
-        if let Some(publisher) = publisher {
-            publisher.progress(params.progress, params.total, params.message);
-        }
-        std::future::ready(())
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.wanted.send_modify(|g| *g += 1);
-        std::future::ready(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
-
 /// What [`McpServer::connect`] needs besides the server's config.
 pub(crate) struct ConnectEnv<'a> {
     /// Working directory of a stdio server whose config names none.
@@ -112,11 +75,20 @@ pub struct McpServer {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     process: Mutex<Option<ServerProcess>>,
     pid: Option<u32>,
-    /// The current offered tools and the generation they were listed for.
-    tools: Mutex<(u64, Arc<Vec<OfferedTool>>)>,
-    wanted: watch::Sender<u64>,
-    listed: watch::Sender<u64>,
+    /// The offered tools, relisted when the server announces a change.
+    tools: Listing<OfferedTool>,
+    /// The server's resources (empty when it offers none).
+    resources: Listing<Resource>,
+    /// The server's prompts (empty when it offers none).
+    prompts: Listing<Prompt>,
+    /// What the server's `initialize` answer says about using it, if anything.
+    instructions: Option<String>,
+    /// Whether the server declared the resources capability.
+    offers_resources: bool,
     progress: ProgressSinks,
+    calls: RunningCalls,
+    /// Turns `true` when a stdio server's output ends (`None` for HTTP servers).
+    ended: Option<watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -135,14 +107,25 @@ impl McpServer {
         config: &ServerConfig,
         env: &ConnectEnv<'_>,
     ) -> Result<Arc<McpServer>, McpError> {
-        let (wanted, _) = watch::channel(0u64);
+        let (tools_wanted, resources_wanted, prompts_wanted) = (
+            watch::channel(0u64).0,
+            watch::channel(0u64).0,
+            watch::channel(0u64).0,
+        );
         let progress = ProgressSinks::default();
+        let calls = RunningCalls::default();
         let handler = Handler {
-            wanted: wanted.clone(),
+            server: config.name.clone(),
+            tools_wanted: tools_wanted.clone(),
+            resources_wanted: resources_wanted.clone(),
+            prompts_wanted: prompts_wanted.clone(),
             progress: progress.clone(),
+            calls: calls.clone(),
+            roots: workspace_roots(env.cwd),
         };
         let mut process = None;
         let mut stderr = None;
+        let mut exit = None;
         let handshake = match &config.transport {
             Transport::Stdio {
                 command,
@@ -184,6 +167,8 @@ impl McpServer {
                     })?;
                 stderr = Some(proc.stderr.clone());
                 process = Some(proc);
+                let (stdout, ended) = EndWatch::new(stdout);
+                exit = Some(ended);
                 handler.serve((stdout, stdin)).boxed_start()
             }
             Transport::Http {
@@ -196,20 +181,58 @@ impl McpServer {
                 handler.serve(transport).boxed_start()
             }
         };
+        // The list generations the initial lists cover: a change announced before they are
+        // asked for (during `initialize`) is already in them; one announced while they are
+        // being answered may not be, and is listed again by the refreshers.
+        let mut covered = (0, 0, 0);
         let started = async {
             let service = handshake.await.map_err(|e| ("initialize", e))?;
+            covered = (
+                *tools_wanted.borrow(),
+                *resources_wanted.borrow(),
+                *prompts_wanted.borrow(),
+            );
             let tools = service
                 .peer()
                 .list_all_tools()
                 .await
                 .map_err(|e| ("tools/list", e.to_string()))?;
-            Ok::<_, (&'static str, String)>((service, tools))
+            let offers = service
+                .peer()
+                .peer_info()
+                .map(|info| {
+                    (
+                        info.capabilities.resources.is_some(),
+                        info.capabilities.prompts.is_some(),
+                    )
+                })
+                .unwrap_or_default();
+            // Resources and prompts are extras: a server that fails to list them still
+            // serves its tools.
+            let resources =
+                if offers.0 {
+                    list_resources(service.peer()).await.unwrap_or_else(|error| {
+                    tracing::warn!(server = %config.name, %error, "cannot list the resources");
+                    Vec::new()
+                })
+                } else {
+                    Vec::new()
+                };
+            let prompts = if offers.1 {
+                list_prompts(service.peer()).await.unwrap_or_else(|error| {
+                    tracing::warn!(server = %config.name, %error, "cannot list the prompts");
+                    Vec::new()
+                })
+            } else {
+                Vec::new()
+            };
+            Ok::<_, (&'static str, String)>((service, tools, resources, prompts, offers.0))
         };
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(config.startup_timeout, started) => outcome,
             () = env.closing.cancelled() => Ok(Err(("start", "dsh is shutting down".to_owned()))),
         };
-        let (service, listed) = match outcome {
+        let (service, listed, resources, prompts, offers_resources) = match outcome {
             Ok(Ok(ok)) => ok,
             failed => {
                 // Stopped first, so the report holds everything the server said before dying.
@@ -233,19 +256,73 @@ impl McpServer {
             }
         };
         let pid = process.as_ref().and_then(ServerProcess::id);
+        let instructions = service
+            .peer()
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+            .filter(|text| !text.trim().is_empty());
         let server = Arc::new(McpServer {
             config: config.clone(),
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             process: Mutex::new(process),
             pid,
-            tools: Mutex::new((0, Arc::new(offer(config, &listed)))),
-            wanted,
-            listed: watch::channel(0).0,
+            tools: Listing::new(tools_wanted, covered.0, offer(config, &listed)),
+            resources: Listing::new(resources_wanted, covered.1, resources),
+            prompts: Listing::new(prompts_wanted, covered.2, prompts),
+            instructions,
+            offers_resources,
             progress,
+            calls,
+            ended: exit,
         });
-        tokio::spawn(refresh_on_change(Arc::downgrade(&server)));
+        // Bounded like a start: a server that never answers keeps its old list, and the
+        // readers waiting for it go on.
+        let limit = config.startup_timeout;
+        let weak = Arc::downgrade(&server);
+        Listing::follow(
+            weak.clone(),
+            |s: &McpServer| &s.tools,
+            |s| {
+                async move {
+                    let listed = s.peer.list_all_tools().await.map_err(|e| e.to_string())?;
+                    Ok(offer(&s.config, &listed))
+                }
+                .boxed()
+            },
+            limit,
+            "tools",
+        );
+        Listing::follow(
+            weak.clone(),
+            |s: &McpServer| &s.resources,
+            |s| async move { list_resources(&s.peer).await }.boxed(),
+            limit,
+            "resources",
+        );
+        Listing::follow(
+            weak,
+            |s: &McpServer| &s.prompts,
+            |s| async move { list_prompts(&s.peer).await }.boxed(),
+            limit,
+            "prompts",
+        );
         Ok(server)
+    }
+
+    /// Whether a stdio server has gone away already.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.as_ref().is_some_and(|e| *e.borrow())
+    }
+
+    /// Resolves when a stdio server has gone away (its output ended); never for an HTTP one.
+    pub(crate) async fn ended(&self) {
+        match self.ended.clone() {
+            Some(mut ended) => {
+                let _ = ended.wait_for(|e| *e).await;
+            }
+            None => std::future::pending().await,
+        }
     }
 
     /// The server's config.
@@ -261,17 +338,83 @@ impl McpServer {
     /// The tools offered now, and the list generation they belong to (bumped by every
     /// tools-list change the server announced and dsh listed again).
     pub fn tools(&self) -> (u64, Arc<Vec<OfferedTool>>) {
-        let tools = self.tools.lock();
-        (tools.0, tools.1.clone())
+        self.tools.current()
+    }
+
+    /// The server's resources as last listed (a `resources/list_changed` lists them again).
+    pub fn resources(&self) -> Arc<Vec<Resource>> {
+        self.resources.current().1
+    }
+
+    /// The server's prompts as last listed (a `prompts/list_changed` lists them again).
+    pub fn prompts(&self) -> Arc<Vec<Prompt>> {
+        self.prompts.current().1
+    }
+
+    /// Whether the server offers resources (it declared the capability, even with none yet).
+    pub fn offers_resources(&self) -> bool {
+        self.offers_resources
+    }
+
+    /// The server's `instructions` (how to use it, in its own words), if it gave any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
     }
 
     /// Resolves once every announced tools-list change has been listed again (or after
     /// `limit`): what a step boundary waits for, so a change the server announced before the
     /// boundary is applied at it.
     pub(crate) async fn listed_up_to_date(&self, limit: Duration) {
-        let target = *self.wanted.borrow();
-        let mut listed = self.listed.subscribe();
-        let _ = tokio::time::timeout(limit, listed.wait_for(|g| *g >= target)).await;
+        self.tools.up_to_date(limit).await;
+    }
+
+    /// The resources once every announced change has been listed again (or after `limit`).
+    pub(crate) async fn resources_up_to_date(&self, limit: Duration) -> Arc<Vec<Resource>> {
+        self.resources.up_to_date(limit).await;
+        self.resources()
+    }
+
+    /// The prompts once every announced change has been listed again (or after `limit`).
+    pub async fn prompts_up_to_date(&self, limit: Duration) -> Arc<Vec<Prompt>> {
+        self.prompts.up_to_date(limit).await;
+        self.prompts()
+    }
+
+    /// Reads the resource `uri`, bounded by the tool timeout and `cancel`.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ResourceContents>, String> {
+        let read = self
+            .peer
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()));
+        tokio::select! {
+            () = cancel.cancelled() => Err("cancelled".to_owned()),
+            read = tokio::time::timeout(self.config.tool_timeout, read) => match read {
+                Ok(Ok(result)) => Ok(result.contents),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(_) => Err(format!("no answer within {:?} (tool_timeout_sec)", self.config.tool_timeout)),
+            },
+        }
+    }
+
+    /// Gets the prompt `name` with `arguments`, bounded by the tool timeout.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<GetPromptResult, String> {
+        let mut params = GetPromptRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        match tokio::time::timeout(self.config.tool_timeout, self.peer.get_prompt(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!(
+                "no answer within {:?} (tool_timeout_sec)",
+                self.config.tool_timeout
+            )),
+        }
     }
 
     /// Calls `tool` (its name on the server) with `args`. Cancellation returns `ABORTED` at
@@ -284,7 +427,10 @@ impl McpServer {
         cancel: &CancellationToken,
         progress: Option<LivePublisher>,
         attachments: Option<&dyn Attachments>,
+        asker: Option<Asker>,
     ) -> Result<ToolOutput, ToolError> {
+        // Whom a server's elicitation during this call asks.
+        let _running = asker.map(|a| RunningCall::register(&self.calls, a));
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -314,27 +460,43 @@ impl McpServer {
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(failed)?;
-        let _sink = progress.map(|p| ProgressSink::register(&self.progress, &handle, p));
+        let sink = ProgressSink::register(&self.progress, &handle, progress);
         let mut pending = CancelOnDrop {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
         };
-        let outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(ToolError::aborted()),
-            outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
-        };
-        let answer = match outcome {
-            Ok(answer) => answer,
-            Err(_) => {
-                return Err(ToolError::coded(
-                    "McpTimeoutError",
-                    MCP_TOOL_TIMEOUT,
-                    format!(
-                        "MCP tool `{tool}` of server `{server}` did not answer within {timeout:?} \
-                         (tool_timeout_sec); the call was cancelled"
-                    ),
-                ));
+        // Each progress report starts the timeout again, never past the hard maximum.
+        let started = tokio::time::Instant::now();
+        let limit = started + self.config.tool_timeout_max.max(timeout);
+        let mut deadline = (started + timeout).min(limit);
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ToolError::aborted()),
+                answer = &mut response => break answer,
+                () = sink.heard.notified() => {
+                    deadline = (tokio::time::Instant::now() + timeout).min(limit);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    let why = if deadline >= limit && limit > started + timeout {
+                        format!(
+                            "did not finish within {:?} (tool_timeout_max_sec), though it \
+                             reported progress",
+                            self.config.tool_timeout_max
+                        )
+                    } else {
+                        format!("did not answer within {timeout:?} (tool_timeout_sec)")
+                    };
+                    return Err(ToolError::coded(
+                        "McpTimeoutError",
+                        MCP_TOOL_TIMEOUT,
+                        format!(
+                            "MCP tool `{tool}` of server `{server}` {why}; the call was cancelled"
+                        ),
+                    ));
+                }
             }
         };
         // Answered (or failed by the connection): nothing left to cancel.
@@ -360,25 +522,32 @@ impl McpServer {
     }
 }
 
-/// A call's progress sink, registered under its request's progress token while the call
-/// runs.
+/// A call's entry among the watched calls, registered under its request's progress token
+/// while the call runs.
 struct ProgressSink {
     sinks: ProgressSinks,
     token: ProgressToken,
+    heard: Arc<Notify>,
 }
 
 impl ProgressSink {
     fn register(
         sinks: &ProgressSinks,
         handle: &RequestHandle<RoleClient>,
-        publisher: LivePublisher,
+        publisher: Option<LivePublisher>,
     ) -> Self {
-        sinks
-            .lock()
-            .insert(handle.progress_token.clone(), publisher);
+        let heard = Arc::new(Notify::new());
+        sinks.lock().insert(
+            handle.progress_token.clone(),
+            Watched {
+                publisher,
+                heard: heard.clone(),
+            },
+        );
         Self {
             sinks: sinks.clone(),
             token: handle.progress_token.clone(),
+            heard,
         }
     }
 }
@@ -414,35 +583,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Lists the tools again whenever the server announced a change, until the server is gone.
-async fn refresh_on_change(server: std::sync::Weak<McpServer>) {
-    let Some(mut wanted) = server.upgrade().map(|s| s.wanted.subscribe()) else {
-        return;
-    };
-    while wanted.changed().await.is_ok() {
-        let generation = *wanted.borrow_and_update();
-        let Some(server) = server.upgrade() else {
-            return;
-        };
-        // Bounded like a start: a server that never answers keeps its old list, and the step
-        // boundaries waiting for this listing go on.
-        let listing =
-            tokio::time::timeout(server.config.startup_timeout, server.peer.list_all_tools());
-        match listing
-            .await
-            .map_err(|_| "timed out".to_owned())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-        {
-            Ok(listed) => {
-                let offered = offer(&server.config, &listed);
-                *server.tools.lock() = (generation, Arc::new(offered));
-            }
-            Err(error) => {
-                tracing::warn!(server = %server.config.name, %error, "cannot list the changed tools; keeping the old list");
-            }
-        }
-        server.listed.send_replace(generation);
-    }
+/// Every resource of the server, page by page.
+async fn list_resources(peer: &Peer<RoleClient>) -> Result<Vec<Resource>, String> {
+    peer.list_all_resources().await.map_err(|e| e.to_string())
+}
+
+/// Every prompt of the server, page by page.
+async fn list_prompts(peer: &Peer<RoleClient>) -> Result<Vec<Prompt>, String> {
+    peer.list_all_prompts().await.map_err(|e| e.to_string())
 }
 
 /// The offered subset of `listed`, named and normalised.

@@ -19,7 +19,7 @@
 //!    session and stops every server process group.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use std::collections::BTreeSet;
@@ -28,7 +28,7 @@ use dsh_kernel::{BoxError, Context, Registration};
 use dsh_llm::ToolSchema;
 use dsh_prompt::{PromptAssemble, PromptAssembly};
 use dsh_session::Attachments;
-use dsh_tools::ToolRuntime;
+use dsh_tools::{Tool, ToolRuntime};
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -37,12 +37,23 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 use crate::error::McpError;
+use crate::resources::{ListResources, ReadResource};
 use crate::server::{ConnectEnv, McpServer};
 use crate::tool::McpTool;
 
 /// How long a step boundary waits for a server to list its changed tools before going on with
 /// the old list.
 const RELIST_WAIT: Duration = Duration::from_secs(5);
+
+/// How many times a stdio server that went away is started again, over a set's life, before
+/// it is reported and left failed.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// The longest a step boundary waits for servers being started again.
+const RESTART_WAIT: Duration = Duration::from_secs(60);
+
+/// The pause before the first restart; each further one doubles it.
+const RESTART_PAUSE: Duration = Duration::from_millis(250);
 
 /// Called once per server that fails to start (after it was logged), so a front end can show
 /// it where its user looks: stderr, the UI, an ACP message.
@@ -108,6 +119,10 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// The model-facing names of its offered tools (empty unless ready).
     pub tools: Vec<String>,
+    /// Its resources as `URI (MIME type)` (empty unless ready).
+    pub resources: Vec<String>,
+    /// Its prompts as the commands a person types, with their arguments (empty unless ready).
+    pub prompts: Vec<String>,
     /// The local server's process id.
     pub pid: Option<u32>,
 }
@@ -124,6 +139,8 @@ struct Entry {
 
 /// The servers of one scope. See the module docs for the lifecycle.
 pub struct McpServers {
+    /// Itself, for the tools that look its servers up when called.
+    me: Weak<McpServers>,
     configs: Vec<ServerConfig>,
     entries: Mutex<Vec<Entry>>,
     settled: watch::Sender<usize>,
@@ -133,6 +150,15 @@ pub struct McpServers {
     apply: tokio::sync::Mutex<()>,
     /// Every tool name this set ever registered (what an assembly may hold stale).
     ever: Mutex<BTreeSet<String>>,
+    /// How many servers are being started again.
+    restarting: watch::Sender<usize>,
+    /// Bumped whenever a server's state changes after its start (a restart).
+    changes: watch::Sender<u64>,
+    /// What servers are started with (kept for restarts).
+    options: Arc<McpOptions>,
+    supervision: Option<Arc<dyn dsh_shell::Supervision>>,
+    /// The resource tools, registered once a server offers resources.
+    resource_tools: Mutex<(Vec<Registration>, Vec<ToolSchema>)>,
     ctx: Context,
 }
 
@@ -157,7 +183,8 @@ impl McpServers {
         configs: Vec<ServerConfig>,
         options: McpOptions,
     ) -> Result<Arc<McpServers>, BoxError> {
-        let set = Arc::new(McpServers {
+        let set = Arc::new_cyclic(|me| McpServers {
+            me: me.clone(),
             entries: Mutex::new(configs.iter().map(|_| Entry::default()).collect()),
             configs,
             settled: watch::channel(0).0,
@@ -165,6 +192,11 @@ impl McpServers {
             starts: Mutex::new(Vec::new()),
             apply: tokio::sync::Mutex::new(()),
             ever: Mutex::new(BTreeSet::new()),
+            resource_tools: Mutex::default(),
+            restarting: watch::channel(0).0,
+            changes: watch::channel(0).0,
+            supervision: ctx.get::<dyn dsh_shell::Supervision>(),
+            options: Arc::new(options),
             ctx: ctx.clone(),
         });
         // The scope owns the set (a caller may drop the returned handle): it lives, serves step
@@ -174,8 +206,6 @@ impl McpServers {
             .scope()
             .defer_async(move || async move { owned.shutdown().await })?;
         set.listen(ctx)?;
-        let options = Arc::new(options);
-        let supervision = ctx.get::<dyn dsh_shell::Supervision>();
         let mut starts = Vec::new();
         for (index, config) in set.configs.iter().enumerate() {
             if !config.enabled {
@@ -183,43 +213,131 @@ impl McpServers {
                 continue;
             }
             let me = set.clone();
-            let options = options.clone();
-            let supervision = supervision.clone();
-            let config = config.clone();
             starts.push(tokio::spawn(async move {
-                let outcome = match config.validate() {
-                    Ok(()) => {
-                        let env = ConnectEnv {
-                            cwd: &options.cwd,
-                            hidden_env: &options.hidden_env,
-                            lookup: &*options.lookup,
-                            closing: &me.closing,
-                            supervision: supervision.as_deref(),
-                        };
-                        McpServer::connect(&config, &env).await
-                    }
-                    Err(e) => Err(e),
-                };
-                let outcome = match outcome {
-                    Ok(server) => {
-                        tracing::info!(server = %config.name, tools = server.tools().1.len(), "MCP server ready");
-                        Ok(server)
-                    }
-                    Err(error) => {
-                        tracing::warn!(server = %config.name, "{error}");
-                        if let Some(report) = &options.on_failure
-                            && !me.closing.is_cancelled()
-                        {
-                            report(&error);
-                        }
-                        Err(error.to_string())
-                    }
-                };
+                let outcome = me.connect(index).await.map_err(|e| e.to_string());
+                let started = outcome.as_ref().ok().cloned();
                 me.settle(index, Some(outcome));
+                if let Some(server) = started {
+                    me.supervise(index, server);
+                }
             }));
         }
-        *set.starts.lock() = starts;
+        set.starts.lock().extend(starts);
         Ok(set)
+    }
+
+    /// Starts (or reaches) server `index`; a failure is logged and reported.
+    async fn connect(&self, index: usize) -> Result<Arc<McpServer>, McpError> {
+        let config = &self.configs[index];
+        let env = ConnectEnv {
+            cwd: &self.options.cwd,
+            hidden_env: &self.options.hidden_env,
+            lookup: &*self.options.lookup,
+            closing: &self.closing,
+            supervision: self.supervision.as_deref(),
+        };
+        let outcome = match config.validate() {
+            Ok(()) => McpServer::connect(config, &env).await,
+            Err(e) => Err(e),
+        };
+        match &outcome {
+            Ok(server) => {
+                tracing::info!(server = %config.name, tools = server.tools().1.len(), "MCP server ready");
+            }
+            Err(error) => self.report(error),
+        }
+        outcome
+    }
+
+    fn report(&self, error: &McpError) {
+        tracing::warn!("{error}");
+        if let Some(report) = &self.options.on_failure
+            && !self.closing.is_cancelled()
+        {
+            report(error);
+        }
+    }
+
+    /// Watches a started stdio server: when it goes away (exits, crashes, closes its output)
+    /// it is started again after a growing pause, at most [`MAX_RESTARTS`] times over the
+    /// set's life; then, or when a restart fails, it is reported and left failed. Its tools
+    /// stay registered while it restarts (a call in between fails with the closed channel)
+    /// and are replaced at the next step boundary, which waits for the restart.
+    fn supervise(self: &Arc<Self>, index: usize, server: Arc<McpServer>) {
+        let weak = Arc::downgrade(self);
+        let closing = self.closing.clone();
+        let watcher = tokio::spawn(async move {
+            let mut server = server;
+            let mut restarts = 0u32;
+            loop {
+                tokio::select! {
+                    () = server.ended() => {}
+                    () = closing.cancelled() => return,
+                }
+                let Some(set) = weak.upgrade() else {
+                    return;
+                };
+                if closing.is_cancelled() {
+                    return;
+                }
+                server.shutdown().await;
+                let name = set.configs[index].name.clone();
+                if restarts == MAX_RESTARTS {
+                    let error = McpError::GoneAway {
+                        server: name,
+                        restarts,
+                    };
+                    set.report(&error);
+                    set.set_state(index, Some(Err(error.to_string())));
+                    return;
+                }
+                restarts += 1;
+                tracing::warn!(server = %name, "MCP server went away; starting it again ({restarts} of {MAX_RESTARTS})");
+                set.restarting.send_modify(|n| *n += 1);
+                set.set_state(index, None);
+                let pause = RESTART_PAUSE * 2u32.pow(restarts - 1);
+                let restarted = tokio::select! {
+                    () = tokio::time::sleep(pause) => Some(set.connect(index).await),
+                    () = closing.cancelled() => None,
+                };
+                let outcome = match restarted {
+                    Some(Ok(new)) => {
+                        server = new.clone();
+                        Ok(new)
+                    }
+                    Some(Err(error)) => Err(error.to_string()),
+                    None => Err("dsh is shutting down".to_owned()),
+                };
+                let failed = outcome.is_err();
+                set.set_state(index, Some(outcome));
+                set.restarting.send_modify(|n| *n -= 1);
+                set.changes.send_modify(|n| *n += 1);
+                if failed {
+                    return;
+                }
+            }
+        });
+        self.starts.lock().push(watcher);
+    }
+
+    /// Puts server `index` in `state`, so the next step boundary registers its tools anew
+    /// (or withdraws them).
+    fn set_state(&self, index: usize, state: Option<Result<Arc<McpServer>, String>>) {
+        let late = {
+            let mut entries = self.entries.lock();
+            match entries.get_mut(index) {
+                Some(entry) if !self.closing.is_cancelled() => {
+                    entry.state = state;
+                    entry.applied = None;
+                    self.changes.send_modify(|n| *n += 1);
+                    None
+                }
+                _ => state,
+            }
+        };
+        if let Some(Ok(server)) = late {
+            tokio::spawn(async move { server.shutdown().await });
+        }
     }
 
     fn settle(&self, index: usize, outcome: Option<Result<Arc<McpServer>, String>>) {
@@ -274,6 +392,17 @@ impl McpServers {
     async fn step_boundary(&self) {
         let waited = async {
             self.settled().await;
+            // A server that went away (its watcher may not have run yet) or is being started
+            // again is waited for like a first start.
+            let mut changes = self.changes.subscribe();
+            let settled = async {
+                while *self.restarting.borrow() > 0 || self.ready().iter().any(|s| s.has_ended()) {
+                    if changes.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(RESTART_WAIT, settled).await;
             let ready: Vec<Arc<McpServer>> = self.ready();
             join_all(ready.iter().map(|s| s.listed_up_to_date(RELIST_WAIT))).await;
         };
@@ -289,7 +418,8 @@ impl McpServers {
         }
     }
 
-    fn ready(&self) -> Vec<Arc<McpServer>> {
+    /// The servers that started, in config order.
+    pub fn ready(&self) -> Vec<Arc<McpServer>> {
         self.entries
             .lock()
             .iter()
@@ -308,6 +438,7 @@ impl McpServers {
             return Ok(());
         };
         let count = self.configs.len();
+        let mut withdrawn = Vec::new();
         for index in 0..count {
             let (server, old) = {
                 let mut entries = self.entries.lock();
@@ -315,6 +446,11 @@ impl McpServers {
                     continue;
                 };
                 let Some(Ok(server)) = &entry.state else {
+                    // A server that went away for good: withdraw its tools.
+                    if matches!(entry.state, Some(Err(_))) && !entry.registrations.is_empty() {
+                        withdrawn.append(&mut entry.registrations);
+                        entry.registered.clear();
+                    }
                     continue;
                 };
                 let generation = server.tools().0;
@@ -357,7 +493,48 @@ impl McpServers {
                 entry.registered = registered;
             }
         }
+        for registration in withdrawn {
+            registration.dispose().await;
+        }
+        self.offer_resource_tools(self.me.clone(), &runtime);
         Ok(())
+    }
+
+    /// Registers `list_mcp_resources` and `read_mcp_resource` once a ready server offers
+    /// resources (once: they look the servers up when called).
+    fn offer_resource_tools(&self, me: Weak<McpServers>, runtime: &ToolRuntime) {
+        if !self.ready().iter().any(|s| s.offers_resources()) {
+            return;
+        }
+        let mut offered = self.resource_tools.lock();
+        if !offered.0.is_empty() {
+            return;
+        }
+        let tools: [Arc<dyn Tool>; 2] = [
+            Arc::new(ListResources { set: me.clone() }),
+            Arc::new(ReadResource {
+                set: me,
+                attachments: self.ctx.get::<dyn Attachments>(),
+            }),
+        ];
+        for tool in tools {
+            let schema = ToolSchema {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+                needs_vision: false,
+            };
+            match runtime.register(&self.ctx, tool) {
+                Ok(registration) => {
+                    self.ever.lock().insert(schema.name.clone());
+                    offered.0.push(registration);
+                    offered.1.push(schema);
+                }
+                Err(error) => {
+                    tracing::warn!(tool = %schema.name, %error, "cannot offer the MCP resource tools");
+                }
+            }
+        }
     }
 
     /// `assembly` with this set's tools replaced by the ones registered now.
@@ -372,8 +549,18 @@ impl McpServers {
             .tools
             .extend(entries.iter().flat_map(|e| e.registered.iter().cloned()));
         drop(entries);
+        assembly
+            .tools
+            .extend(self.resource_tools.lock().1.iter().cloned());
         if sorted {
             assembly.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        // The servers' instructions close the system prompt, the same bytes at every step.
+        assembly
+            .sections
+            .retain(|s| s.name != crate::instructions::SECTION);
+        if let Some(section) = crate::instructions::section(&self.ready()) {
+            assembly.sections.push(section);
         }
         assembly
     }
@@ -385,24 +572,41 @@ impl McpServers {
             .iter()
             .zip(entries.iter())
             .map(|(config, entry)| {
-                let (state, tools, pid) = match (&entry.state, config.enabled) {
-                    (_, false) => (ServerState::Disabled, Vec::new(), None),
-                    (None, true) => (ServerState::Starting, Vec::new(), None),
-                    (Some(Err(reason)), true) => {
-                        (ServerState::Failed(reason.clone()), Vec::new(), None)
-                    }
-                    (Some(Ok(server)), true) => (
-                        ServerState::Ready,
-                        server.tools().1.iter().map(|t| t.name.clone()).collect(),
-                        server.pid(),
-                    ),
-                };
-                ServerStatus {
+                let mut status = ServerStatus {
                     name: config.name.clone(),
-                    state,
-                    tools,
-                    pid,
+                    state: ServerState::Starting,
+                    tools: Vec::new(),
+                    resources: Vec::new(),
+                    prompts: Vec::new(),
+                    pid: None,
+                };
+                match (&entry.state, config.enabled) {
+                    (_, false) => status.state = ServerState::Disabled,
+                    (None, true) => {}
+                    (Some(Err(reason)), true) => status.state = ServerState::Failed(reason.clone()),
+                    (Some(Ok(server)), true) => {
+                        status.state = ServerState::Ready;
+                        status.tools = server.tools().1.iter().map(|t| t.name.clone()).collect();
+                        status.resources = server
+                            .resources()
+                            .iter()
+                            .map(|r| match &r.mime_type {
+                                Some(mime) => format!("{} ({mime})", r.uri),
+                                None => r.uri.clone(),
+                            })
+                            .collect();
+                        status.prompts =
+                            crate::prompts::prompt_commands(std::slice::from_ref(server))
+                                .into_iter()
+                                .map(|p| match p.argument_hint {
+                                    Some(hint) => format!("/{} {hint}", p.name),
+                                    None => format!("/{}", p.name),
+                                })
+                                .collect();
+                        status.pid = server.pid();
+                    }
                 }
+                status
             })
             .collect()
     }
@@ -430,7 +634,8 @@ impl McpServers {
                 })
                 .unzip()
         };
-        for registration in registrations.into_iter().flatten() {
+        let (resource_tools, _) = std::mem::take(&mut *self.resource_tools.lock());
+        for registration in registrations.into_iter().flatten().chain(resource_tools) {
             registration.dispose().await;
         }
         join_all(servers.iter().flatten().map(|s| s.shutdown())).await;

@@ -11,14 +11,32 @@
 //!   `grown` only once the client listed the tools again (at most 5 s later), so a test knows
 //!   the client heard the change before the call's result arrived.
 //! - `extra` (after `grow`): answers `extra`.
+//! - `log {text}`: sends `text` as a `notifications/message` (level warning, logger `test`)
+//!   and answers `logged`.
 //! - `env`: answers the names of its environment variables, one per line.
 //! - `image`: answers a 2×1 PNG image block.
-//! - `progress {steps}`: reports `i/steps` (`step i`) through `notifications/progress` for
-//!   each step, then answers `progressed`.
+//! - `progress {steps, every_ms?}`: reports `i/steps` (`step i`) through
+//!   `notifications/progress` for each step (each `every_ms` after the last), then answers
+//!   `progressed` (`every_ms` after the last report).
 //! - `write_file {path, text}`: writes `text` to `path` and answers `wrote PATH`, or an
 //!   `isError` result with the operating system's reason (sandbox tests).
 //!
-//! Flags: `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
+//! - `ask`: sends a form `elicitation/create` (`name` text, `color` red|blue, `sure` boolean)
+//!   and answers the result as JSON (or `elicitation failed: …`).
+//! - `roots`: answers the client's `roots/list` as JSON; `sample`: sends
+//!   `sampling/createMessage` and answers `sampled` or `sampling failed: …`.
+//! - `exit`: logs `exiting` and exits with status 3 without answering (restart tests).
+//! - `add_resource`: adds the resource `test://added`, announces
+//!   `notifications/resources/list_changed`, and answers `added` once the client listed the
+//!   resources again (at most 5 s later).
+//!
+//! Resources: `test://greeting` (text/plain `hello resource`), `test://dot` (a PNG), and
+//! `test://added` after `add_resource`. Prompts: `review {file (required), focus?}`, one user
+//! message `Please review FILE.` (plus ` Focus on FOCUS.`). `--instructions TEXT` answers
+//! `initialize` with those instructions.
+//!
+//! Flags: `--announce-early` (on the first `tools/list`, add `extra` and announce
+//! `notifications/tools/list_changed` before answering with the old list); `--log PATH` appends events (`started <pid>`, `child <pid>`, `slow started`,
 //! `cancelled slow`, `listed`) to PATH; `--startup-delay-ms N` sleeps before serving (start-up timeouts, the
 //! start-up benchmark); `--grandchild` starts a `sleep` child first (process-group tests);
 //! `--daemon SECONDS` starts `setsid sleep SECONDS` and forgets it (a daemon that must not
@@ -31,9 +49,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ImageContent,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, TextContent, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ImageContent, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, TextContent, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -51,6 +71,11 @@ pub struct Flags {
     pub grandchild: bool,
     /// Start `setsid sleep <this>` and forget it.
     pub daemon: Option<String>,
+    /// The `instructions` of the `initialize` answer.
+    pub instructions: Option<String>,
+    /// On the first `tools/list`, add `extra` and announce the change before answering with
+    /// the list as it was (what server-everything does during start-up).
+    pub announce_early: bool,
 }
 
 impl Flags {
@@ -69,6 +94,10 @@ impl Flags {
                     flags.startup_delay = Duration::from_millis(ms);
                 }
                 "--grandchild" => flags.grandchild = true,
+                "--announce-early" => flags.announce_early = true,
+                "--instructions" => {
+                    flags.instructions = Some(args.next().ok_or("--instructions needs text")?);
+                }
                 "--daemon" => flags.daemon = Some(args.next().ok_or("--daemon needs seconds")?),
                 other => return Err(format!("unknown flag {other}")),
             }
@@ -77,9 +106,17 @@ impl Flags {
     }
 }
 
+/// A 2×1 PNG in base64 (dsh_testkit::TINY_PNG).
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==";
+
 #[derive(Clone)]
 struct TestServer {
     log: Option<PathBuf>,
+    instructions: Option<String>,
+    /// `add_resource` was called: `test://added` is listed.
+    added: Arc<AtomicBool>,
+    resources_listed: Arc<Notify>,
+    announce_early: Arc<AtomicBool>,
     grown: Arc<AtomicBool>,
     listed: Arc<Notify>,
 }
@@ -116,16 +153,34 @@ impl TestServer {
             ),
             Tool::new("fail", "Always fails.", object(json!({}))),
             Tool::new(
+                "ask",
+                "Asks the user (elicitation) and answers the result.",
+                object(json!({})),
+            ),
+            Tool::new("roots", "Answers the client's roots.", object(json!({}))),
+            Tool::new("exit", "Exits the server at once.", object(json!({}))),
+            Tool::new("sample", "Asks the client to sample.", object(json!({}))),
+            Tool::new(
+                "add_resource",
+                "Adds the resource test://added and announces the change.",
+                object(json!({})),
+            ),
+            Tool::new(
                 "grow",
                 "Adds the tool `extra` and announces the change.",
                 object(json!({})),
             ),
             Tool::new("env", "Lists its environment's names.", object(json!({}))),
+            Tool::new(
+                "log",
+                "Sends text as a log message at level warning.",
+                object(json!({"text": {"type": "string"}})),
+            ),
             Tool::new("image", "Answers an image.", object(json!({}))),
             Tool::new(
                 "progress",
                 "Reports progress step by step.",
-                object(json!({"steps": {"type": "integer"}})),
+                object(json!({"steps": {"type": "integer"}, "every_ms": {"type": "integer"}})),
             ),
             Tool::new(
                 "write_file",
@@ -145,24 +200,136 @@ fn text(text: impl Into<String>) -> CallToolResponse {
 }
 
 impl ServerHandler for TestServer {
+    // Logging is deprecated by SEP-2577; the `log` tool still uses it.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+        let config = ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_logging()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
-        )
+        );
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.log("resources listed");
+        self.resources_listed.notify_waiters();
+        let mut resources = vec![
+            Resource::new("test://greeting", "greeting")
+                .with_mime_type("text/plain")
+                .with_description("A greeting."),
+            Resource::new("test://dot", "dot").with_mime_type("image/png"),
+        ];
+        if self.added.load(Ordering::SeqCst) {
+            resources.push(Resource::new("test://added", "added").with_mime_type("text/plain"));
+        }
+        Ok(ListResourcesResult {
+            resources,
+            ..Default::default()
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let contents = match request.uri.as_str() {
+            "test://greeting" => ResourceContents::TextResourceContents {
+                uri: request.uri.clone(),
+                mime_type: Some("text/plain".to_owned()),
+                text: "hello resource".to_owned(),
+                meta: None,
+            },
+            "test://dot" => ResourceContents::BlobResourceContents {
+                uri: request.uri.clone(),
+                mime_type: Some("image/png".to_owned()),
+                blob: TINY_PNG.to_owned(),
+                meta: None,
+            },
+            "test://added" if self.added.load(Ordering::SeqCst) => {
+                ResourceContents::text("added later", request.uri.clone())
+            }
+            other => {
+                return Err(ErrorData::resource_not_found(
+                    format!("no resource {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult {
+            prompts: vec![Prompt::new(
+                "review",
+                Some("Asks for a review of a file."),
+                Some(vec![
+                    PromptArgument::new("file")
+                        .with_description("The file to review.")
+                        .with_required(true),
+                    PromptArgument::new("focus").with_description("What to look at."),
+                ]),
+            )],
+            ..Default::default()
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "review" {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt {}", request.name),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let Some(file) = args.get("file").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("`file` is required", None));
+        };
+        let mut text = format!("Please review {file}.");
+        if let Some(focus) = args.get("focus").and_then(Value::as_str) {
+            text.push_str(&format!(" Focus on {focus}."));
+        }
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).into())
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.log("listed");
         self.listed.notify_waiters();
+        let tools = self.tools();
+        if self.announce_early.swap(false, Ordering::SeqCst) {
+            // Sent before the answer, so the client hears of the change while it is still
+            // starting the server.
+            self.grown.store(true, Ordering::SeqCst);
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
         Ok(ListToolsResult {
-            tools: self.tools(),
+            tools,
             ..Default::default()
         })
     }
@@ -204,7 +371,71 @@ impl ServerHandler for TestServer {
                 let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
                 Ok(text("grown"))
             }
+            "ask" => {
+                let params: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "About you",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "name": {"type": "string", "description": "Your name"},
+                        "color": {"type": "string", "enum": ["red", "blue"]},
+                        "sure": {"type": "boolean"}
+                    }, "required": ["name"]}
+                }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.create_elicitation(params).await {
+                    Ok(result) => Ok(text(serde_json::to_string(&result).unwrap_or_default())),
+                    Err(error) => Ok(text(format!("elicitation failed: {error}"))),
+                }
+            }
+            // Roots and sampling are deprecated by SEP-2577, still used by servers of the
+            // current revision.
+            #[allow(deprecated)]
+            "roots" => match context.peer.list_roots().await {
+                Ok(result) => Ok(text(
+                    serde_json::to_string(&result.roots).unwrap_or_default(),
+                )),
+                Err(error) => Ok(text(format!("roots failed: {error}"))),
+            },
+            #[allow(deprecated)]
+            "sample" => {
+                let params: rmcp::model::CreateMessageRequestParams =
+                    serde_json::from_value(json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                        "maxTokens": 10
+                    }))
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                match context.peer.create_message(params).await {
+                    Ok(_) => Ok(text("sampled")),
+                    Err(error) => Ok(text(format!("sampling failed: {error}"))),
+                }
+            }
+            "exit" => {
+                self.log("exiting");
+                std::process::exit(3);
+            }
+            "add_resource" => {
+                let listed = self.resources_listed.notified();
+                tokio::pin!(listed);
+                listed.as_mut().enable();
+                self.added.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_resource_list_changed().await;
+                let _ = tokio::time::timeout(Duration::from_secs(5), listed).await;
+                Ok(text("added"))
+            }
             "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra")),
+            // Deprecated by SEP-2577, still sent by servers of the current revision.
+            #[allow(deprecated)]
+            "log" => {
+                use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+                let said = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                let message = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Warning,
+                    Value::String(said.to_owned()),
+                )
+                .with_logger("test");
+                let _ = context.peer.notify_logging_message(message).await;
+                Ok(text("logged"))
+            }
             "env" => {
                 let names: Vec<String> = std::env::vars_os()
                     .map(|(k, _)| k.to_string_lossy().into_owned())
@@ -213,20 +444,28 @@ impl ServerHandler for TestServer {
             }
             "image" => Ok(
                 CallToolResult::success(vec![ContentBlock::Image(ImageContent::new(
-                    // A 2×1 PNG (dsh_testkit::TINY_PNG).
-                    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==",
+                    TINY_PNG,
                     "image/png",
                 ))])
                 .into(),
             ),
             "progress" => {
                 let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(2);
+                let every = args.get("every_ms").and_then(Value::as_u64).unwrap_or(0);
                 if let Some(token) = context.meta.get_progress_token() {
                     for i in 1..=steps {
+                        if every > 0 {
+                            tokio::time::sleep(Duration::from_millis(every)).await;
+                        }
                         let report = ProgressNotificationParam::new(token.clone(), i as f64)
                             .with_total(steps as f64)
                             .with_message(format!("step {i}"));
                         let _ = context.peer.notify_progress(report).await;
+                    }
+                    // The last report gets the same head start on the answer as the others
+                    // had: the client dispatches notifications concurrently with responses.
+                    if every > 0 {
+                        tokio::time::sleep(Duration::from_millis(every)).await;
                     }
                 }
                 Ok(text("progressed"))
@@ -254,6 +493,10 @@ impl ServerHandler for TestServer {
 pub async fn run(flags: Flags) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let server = TestServer {
         log: flags.log.clone(),
+        instructions: flags.instructions.clone(),
+        added: Arc::default(),
+        resources_listed: Arc::new(Notify::new()),
+        announce_early: Arc::new(AtomicBool::new(flags.announce_early)),
         grown: Arc::default(),
         listed: Arc::new(Notify::new()),
     };

@@ -4,7 +4,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_session::Attachments;
-use dsh_tools::{Tool, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation};
+use dsh_tools::{
+    Questioner, Tool, ToolCallContext, ToolError, ToolKind, ToolOutput, ToolPresentation,
+};
+
+use crate::elicit::Asker;
 use serde_json::Value;
 
 use crate::server::{McpServer, OfferedTool};
@@ -33,6 +37,12 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, args: Value, call: &ToolCallContext) -> Result<ToolOutput, ToolError> {
+        let asker = call.caller().map(|caller| Asker {
+            questioner: caller.ctx.get::<dyn Questioner>(),
+            agent_id: caller.agent_id.clone(),
+            call_id: call.call_id().clone(),
+            cancel: call.cancel().clone(),
+        });
         self.server
             .call(
                 &self.offered.remote,
@@ -40,6 +50,7 @@ impl Tool for McpTool {
                 call.cancel(),
                 call.live_publisher(),
                 self.attachments.as_deref(),
+                asker,
             )
             .await
     }

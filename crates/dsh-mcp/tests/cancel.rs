@@ -98,3 +98,49 @@ async fn a_set_lives_as_long_as_its_scope_and_stops_with_it() {
     until_gone(server).await;
     assert!(weak.upgrade().is_none(), "disposal released the set");
 }
+
+#[tokio::test]
+async fn progress_reports_keep_a_call_alive_past_its_tool_timeout() {
+    // Twelve reports 100 ms apart: 1.2 s in all, four times the 300 ms timeout, never more
+    // than 100 ms of silence. Without the extension the call times out at 300 ms.
+    let mut config = test_server("t", &[]);
+    config.tool_timeout = Duration::from_millis(300);
+    let w = world_with(vec![config]).await;
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__progress",
+            r#"{"steps":12,"every_ms":100}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    assert_eq!(
+        tool_results(handle.agent()),
+        [("c1".to_owned(), "progressed".to_owned(), false, None)]
+    );
+}
+
+#[tokio::test]
+async fn progress_never_extends_a_call_past_the_hard_maximum() {
+    let dir = scratch();
+    let log = log_path(dir.path());
+    let mut config = test_server("t", &["--log", log.to_str().unwrap()]);
+    config.tool_timeout = Duration::from_millis(300);
+    config.tool_timeout_max = Duration::from_millis(600);
+    let w = world_with(vec![config]).await;
+    // Reports every 100 ms for an hour: only the maximum can end it.
+    w.adapter
+        .push(Script::tool_call(
+            "c1",
+            "mcp__t__progress",
+            r#"{"steps":36000,"every_ms":100}"#,
+        ))
+        .push(Script::text("done"));
+    let handle = w.agent("a").await;
+    w.run(handle.agent(), "go").await;
+    let (_, text, is_error, code) = tool_results(handle.agent()).remove(0);
+    assert!(is_error);
+    assert_eq!(code.as_deref(), Some(MCP_TOOL_TIMEOUT));
+    assert!(text.contains("tool_timeout_max_sec"), "{text}");
+}

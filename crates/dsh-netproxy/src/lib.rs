@@ -7,10 +7,14 @@
 //! itself, refuses private addresses unless the name was allowed exactly, and tunnels or
 //! forwards what passed. TLS is not intercepted: what is checked is the name in `CONNECT`.
 
+mod ask;
 mod domain;
 mod proxy;
 mod refuse;
+mod ticket;
 
+pub use ask::{Answer, AnswerFuture, Asker, Question};
 pub use domain::{Decision, DomainError, DomainPolicy, Pattern, REGISTRIES, REGISTRIES_PRESET};
-pub use proxy::{LazyProxy, Lookup, Proxy, ProxyStats, system_lookup};
-pub use refuse::Refusal;
+pub use proxy::{Asking, DEFAULT_ASK_TIMEOUT, LazyProxy, Lookup, Proxy, ProxyStats, system_lookup};
+pub use refuse::{Blocked, Refusal};
+pub use ticket::Owner;

@@ -15,8 +15,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use crate::ask::{Answer, Asker, InFlight, Question};
 use crate::domain::{Decision, DomainPolicy, normalize};
-use crate::refuse::Refusal;
+use crate::refuse::{Blocked, Refusal};
+use crate::ticket::{Owner, Ticket, Tickets};
 
 /// The most a request head may take: enough for any real client's headers, small enough that
 /// a command cannot make dsh buffer without bound.
@@ -49,6 +51,7 @@ pub fn system_lookup() -> Lookup {
 pub struct ProxyStats {
     allowed: AtomicU64,
     refused: AtomicU64,
+    waiting: AtomicU64,
     blocked: Mutex<BTreeSet<String>>,
 }
 
@@ -61,6 +64,11 @@ impl ProxyStats {
     /// Requests refused.
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Requests held now while a person is asked about their host.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// The hosts refused so far, sorted.
@@ -83,40 +91,85 @@ struct Shared {
     policy: DomainPolicy,
     lookup: Lookup,
     stats: Arc<ProxyStats>,
+    tickets: Arc<Tickets>,
+    asker: Option<Arc<dyn Asker>>,
+    ask_timeout: Duration,
+    in_flight: Arc<InFlight>,
+}
+
+/// How long a person has to answer a question about a blocked host unless told otherwise:
+/// long enough to read the card, short enough that the command's own timeouts (cargo's is
+/// 30 s per attempt, and it retries) have not all run out.
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Who the proxy asks about a blocked host, and how long it waits.
+#[derive(Debug, Clone)]
+pub struct Asking {
+    /// Asks the person (the harness: the front end's approver under `ask`).
+    pub asker: Arc<dyn Asker>,
+    /// How long each question may take.
+    pub timeout: Duration,
 }
 
 /// A running proxy on `127.0.0.1`. Dropping it stops the listener (tunnels already open end
 /// when either side closes).
-#[derive(Debug)]
 pub struct Proxy {
     port: u16,
-    stats: Arc<ProxyStats>,
+    shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
 }
 
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("port", &self.port)
+            .field("stats", &self.shared.stats)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Proxy {
-    /// Binds a free loopback port and serves `policy` on a thread of its own.
+    /// Binds a free loopback port and serves `policy` on a thread of its own; nobody is
+    /// asked about a blocked host.
     pub fn start(policy: DomainPolicy, lookup: Lookup) -> io::Result<Proxy> {
+        Self::start_asking(policy, lookup, None)
+    }
+
+    /// [`start`](Self::start), asking `asking`'s asker about blocked hosts of requests that
+    /// carry a session's credential (see [`Proxy::url_for`]).
+    pub fn start_asking(
+        policy: DomainPolicy,
+        lookup: Lookup,
+        asking: Option<Asking>,
+    ) -> io::Result<Proxy> {
         let listener = StdListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
-        let stats = Arc::new(ProxyStats::default());
+        let (asker, ask_timeout) = match asking {
+            Some(a) => (Some(a.asker), a.timeout),
+            None => (None, DEFAULT_ASK_TIMEOUT),
+        };
         let shared = Arc::new(Shared {
             policy,
             lookup,
-            stats: stats.clone(),
+            stats: Arc::default(),
+            tickets: Arc::default(),
+            asker,
+            ask_timeout,
+            in_flight: Arc::default(),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let (stop, stopped) = oneshot::channel();
+        let served = shared.clone();
         std::thread::Builder::new()
             .name("dsh-netproxy".into())
-            .spawn(move || runtime.block_on(serve(listener, shared, stopped)))?;
+            .spawn(move || runtime.block_on(serve(listener, served, stopped)))?;
         tracing::debug!(port, "network proxy started");
         Ok(Proxy {
             port,
-            stats,
+            shared,
             stop: Some(stop),
         })
     }
@@ -126,14 +179,37 @@ impl Proxy {
         self.port
     }
 
-    /// `http://127.0.0.1:PORT`, what the proxy variables of a command hold.
+    /// `http://127.0.0.1:PORT`: the proxy without a credential (requests through it are
+    /// decided by the lists alone, and reported to nobody).
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The proxy URL for the commands of `owner`: `http://dsh:TOKEN@127.0.0.1:PORT`, whose
+    /// token clients send back as `Proxy-Authorization: Basic` (curl, cargo, pip, npm and Go
+    /// all do for a URL with credentials), so what the proxy refuses is reported to that
+    /// call and its person can be asked.
+    pub fn url_for(&self, owner: &Owner) -> String {
+        let token = self.shared.tickets.token(owner);
+        format!("http://dsh:{token}@127.0.0.1:{}", self.port)
+    }
+
+    /// What was refused for `owner` since last asked (each host and port once), to report
+    /// in the result of the call that ran the command.
+    pub fn take_blocked(&self, owner: &Owner) -> Vec<Blocked> {
+        self.shared.tickets.take_blocked(owner)
+    }
+
+    /// Whether `session`'s person allowed `host` for the session.
+    pub fn session_allows(&self, session: &str, host: &str) -> bool {
+        self.shared
+            .tickets
+            .session_allows(session, &normalize(host))
+    }
+
     /// What it decided so far.
     pub fn stats(&self) -> &Arc<ProxyStats> {
-        &self.stats
+        &self.shared.stats
     }
 }
 
@@ -150,6 +226,7 @@ impl Drop for Proxy {
 pub struct LazyProxy {
     policy: DomainPolicy,
     lookup: Lookup,
+    asking: Option<Asking>,
     proxy: OnceLock<Result<Proxy, String>>,
 }
 
@@ -159,8 +236,16 @@ impl LazyProxy {
         Self {
             policy,
             lookup,
+            asking: None,
             proxy: OnceLock::new(),
         }
+    }
+
+    /// The same proxy, asking about blocked hosts (see [`Proxy::start_asking`]).
+    #[must_use]
+    pub fn asking(mut self, asking: Asking) -> Self {
+        self.asking = Some(asking);
+        self
     }
 
     /// The running proxy, started now if it was not (a failure to start is kept: every
@@ -168,11 +253,20 @@ impl LazyProxy {
     pub fn get(&self) -> Result<&Proxy, String> {
         self.proxy
             .get_or_init(|| {
-                Proxy::start(self.policy.clone(), self.lookup.clone())
-                    .map_err(|e| format!("the network proxy did not start: {e}"))
+                Proxy::start_asking(
+                    self.policy.clone(),
+                    self.lookup.clone(),
+                    self.asking.clone(),
+                )
+                .map_err(|e| format!("the network proxy did not start: {e}"))
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The proxy if it runs (reports need no proxy started for them).
+    pub fn running(&self) -> Option<&Proxy> {
+        self.proxy.get().and_then(|p| p.as_ref().ok())
     }
 
     /// The policy it serves.
@@ -223,6 +317,8 @@ struct Target {
     port: u16,
     /// `None` for `CONNECT` (a tunnel); else the rewritten origin-form head.
     forward: Option<Vec<u8>>,
+    /// The token of `Proxy-Authorization`, when the client sent one of ours.
+    token: Option<String>,
 }
 
 async fn handle(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
@@ -234,17 +330,35 @@ async fn handle(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         Ok(t) => t,
         Err(why) => return answer(&mut client, 400, &why).await,
     };
+    let ticket = target
+        .token
+        .as_deref()
+        .and_then(|t| shared.tickets.by_token(t));
     let decision = shared.policy.decide(&target.host);
     tracing::debug!(host = %target.host, port = target.port, ?decision, "network proxy request");
+    let mut exact = matches!(decision, Decision::Allowed { exact: true });
     if let Some(refusal) = Refusal::of(&target.host, &decision) {
-        return refuse(&mut client, shared, &refusal).await;
+        match permit(shared, ticket.as_ref(), target.port, refusal).await {
+            // The person allowed the host by name: as an exact entry would.
+            Ok(()) => exact = true,
+            Err(blocked) => return refuse(&mut client, shared, ticket.as_deref(), blocked).await,
+        }
     }
-    let exact = matches!(decision, Decision::Allowed { exact: true });
-    let addrs = match resolve(shared, &target.host, exact).await {
+    let addrs = match resolve(shared, &target.host).await {
         Ok(a) => a,
-        Err(Resolved::Refused(refusal)) => return refuse(&mut client, shared, &refusal).await,
-        Err(Resolved::Failed(why)) => return answer(&mut client, 502, &why).await,
+        Err(why) => return answer(&mut client, 502, &why).await,
     };
+    // Checked once, on the addresses connected to (no second lookup a rebinding DNS server
+    // could answer differently): a private one refuses the host unless named exactly.
+    if !exact && let Some(private) = addrs.iter().find(|ip| is_private_address(**ip)) {
+        let refusal = Refusal::Private {
+            host: target.host.clone(),
+            address: *private,
+        };
+        if let Err(blocked) = permit(shared, ticket.as_ref(), target.port, refusal).await {
+            return refuse(&mut client, shared, ticket.as_deref(), blocked).await;
+        }
+    }
     let addrs: Vec<SocketAddr> = addrs
         .into_iter()
         .map(|ip| SocketAddr::new(ip, target.port))
@@ -275,36 +389,96 @@ async fn handle(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
     Ok(())
 }
 
-enum Resolved {
-    Refused(Refusal),
-    Failed(String),
-}
-
-/// The addresses to connect to, checked once (no second lookup a rebinding DNS server could
-/// answer differently): a private one refuses the host unless `exact`.
-async fn resolve(shared: &Shared, host: &str, exact: bool) -> Result<Vec<IpAddr>, Resolved> {
-    let bare = normalize(host);
-    let addrs = match bare.parse::<IpAddr>() {
-        Ok(ip) => vec![ip],
-        Err(_) => match (shared.lookup)(bare.clone()).await {
-            Ok(a) if !a.is_empty() => a,
-            Ok(_) => return Err(Resolved::Failed(format!("{host} has no address"))),
-            Err(e) => return Err(Resolved::Failed(format!("cannot resolve {host}: {e}"))),
-        },
+/// Whether a request the lists refuse may go on: the person of the request's session let
+/// its host through before (for this call or the session), or says so now when asked.
+/// Hosts the user denied by name are never asked about, nor requests without a session's
+/// credential (there is nobody to ask).
+async fn permit(
+    shared: &Shared,
+    ticket: Option<&Arc<Ticket>>,
+    port: u16,
+    refusal: Refusal,
+) -> Result<(), Blocked> {
+    let host = normalize(refusal.host());
+    let blocked = |refusal: Refusal, note: Option<String>| Blocked {
+        port,
+        refusal,
+        note,
     };
-    if !exact && let Some(private) = addrs.iter().find(|ip| is_private_address(**ip)) {
-        return Err(Resolved::Refused(Refusal::Private {
-            host: host.to_owned(),
-            address: *private,
-        }));
+    let Some(ticket) = ticket.filter(|_| refusal.askable()) else {
+        return Err(blocked(refusal, None));
+    };
+    let session = ticket.owner.session.clone();
+    if ticket.allowed_once(&host)
+        || session
+            .as_deref()
+            .is_some_and(|s| shared.tickets.session_allows(s, &host))
+    {
+        return Ok(());
     }
-    Ok(addrs)
+    if let Some(note) = ticket.refused(&host) {
+        return Err(blocked(refusal, Some(note)));
+    }
+    let (Some(asker), Some(session)) = (&shared.asker, session) else {
+        return Err(blocked(refusal, None));
+    };
+    let question = Question {
+        session: session.clone(),
+        call: ticket.owner.call.clone(),
+        port,
+        refusal: refusal.clone(),
+        timeout: shared.ask_timeout,
+    };
+    let record = {
+        let ticket = ticket.clone();
+        let tickets = shared.tickets.clone();
+        let host = host.clone();
+        move |answer: &Answer| match answer {
+            Answer::Once => ticket.allow_once(&host),
+            Answer::Session => tickets.allow_for_session(&session, &host),
+            Answer::Deny(note) => ticket.refuse(&host, note),
+        }
+    };
+    shared.stats.waiting.fetch_add(1, Ordering::Relaxed);
+    let answer = shared.in_flight.answer(asker, question, record).await;
+    shared.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+    match answer {
+        Answer::Once | Answer::Session => {
+            tracing::debug!(%host, "network proxy: the person allowed a blocked host");
+            Ok(())
+        }
+        Answer::Deny(note) => Err(blocked(refusal, Some(note).filter(|n| !n.is_empty()))),
+    }
 }
 
-async fn refuse(client: &mut TcpStream, shared: &Shared, refusal: &Refusal) -> io::Result<()> {
-    tracing::debug!("network proxy refused: {refusal}");
-    shared.stats.refuse(refusal);
-    client.write_all(&refusal.response()).await?;
+/// The addresses of `host` (an IP literal is its own).
+async fn resolve(shared: &Shared, host: &str) -> Result<Vec<IpAddr>, String> {
+    let bare = normalize(host);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(vec![ip]);
+    }
+    match (shared.lookup)(bare).await {
+        Ok(a) if !a.is_empty() => Ok(a),
+        Ok(_) => Err(format!("{host} has no address")),
+        Err(e) => Err(format!("cannot resolve {host}: {e}")),
+    }
+}
+
+/// Refuses the request: counted, kept for its owner's report (before the answer is written,
+/// so a command that exits on reading it finds its report complete), answered `403`.
+async fn refuse(
+    client: &mut TcpStream,
+    shared: &Shared,
+    ticket: Option<&Ticket>,
+    blocked: Blocked,
+) -> io::Result<()> {
+    tracing::debug!("network proxy refused: {blocked}");
+    shared.stats.refuse(&blocked.refusal);
+    let response = blocked.refusal.response(blocked.note.as_deref());
+    if let Some(ticket) = ticket {
+        ticket.record(blocked);
+    }
+    client.write_all(&response).await?;
     client.shutdown().await
 }
 
@@ -381,6 +555,7 @@ fn parse_head(head: &[u8]) -> Result<Target, String> {
             host,
             port,
             forward: None,
+            token: token_of(request.headers),
         });
     }
     let Some(rest) = strip_prefix_ignore_case(path, "http://") else {
@@ -415,7 +590,29 @@ fn parse_head(head: &[u8]) -> Result<Target, String> {
         host,
         port,
         forward: Some(out),
+        token: token_of(request.headers),
     })
+}
+
+/// The password of a `Proxy-Authorization: Basic` header (our URLs put the token there; the
+/// user name is always `dsh`).
+fn token_of(headers: &[httparse::Header<'_>]) -> Option<String> {
+    use base64::Engine as _;
+    let value = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("proxy-authorization"))?
+        .value;
+    let value = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let credentials = String::from_utf8(decoded).ok()?;
+    let (_, token) = credentials.split_once(':')?;
+    Some(token.to_owned())
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {

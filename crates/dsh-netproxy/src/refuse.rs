@@ -36,7 +36,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The refusal for a decision that did not allow `host`, if it did not.
-    pub(crate) fn of(host: &str, decision: &Decision) -> Option<Refusal> {
+    pub fn of(host: &str, decision: &Decision) -> Option<Refusal> {
         match decision {
             Decision::Allowed { .. } => None,
             Decision::Denied(entry) => Some(Refusal::Denied {
@@ -58,10 +58,30 @@ impl Refusal {
         }
     }
 
+    /// Why, without the host: the part of a [`Blocked`] line after the host.
+    pub fn reason(&self) -> String {
+        match self {
+            Refusal::Denied { entry, .. } => {
+                format!("denied by `[sandbox] denied_domains` (entry {entry:?})")
+            }
+            Refusal::NotListed { .. } => "not in `[sandbox] allowed_domains`".to_owned(),
+            Refusal::Private { address, .. } => format!(
+                "resolves to {address}, this machine or a private network; only an exact \
+                 `[sandbox] allowed_domains` entry may reach one"
+            ),
+        }
+    }
+
+    /// Whether a person may be asked to let it through: not a host the user denied by name.
+    pub fn askable(&self) -> bool {
+        !matches!(self, Refusal::Denied { .. })
+    }
+
     /// The whole HTTP response: 403, `x-proxy-error: blocked-by-allowlist` (Codex's header,
     /// so tools that know it recognise it), and a one-line body.
-    pub(crate) fn response(&self) -> Vec<u8> {
-        let body = format!("[sandbox] network: blocked {}: {self}\n", self.host());
+    pub(crate) fn response(&self, note: Option<&str>) -> Vec<u8> {
+        let note = note.map(|n| format!("; {n}")).unwrap_or_default();
+        let body = format!("[sandbox] network: blocked {}: {self}{note}\n", self.host());
         format!(
             "HTTP/1.1 403 Forbidden\r\nx-proxy-error: blocked-by-allowlist\r\n\
              content-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
@@ -69,5 +89,41 @@ impl Refusal {
             body.len()
         )
         .into_bytes()
+    }
+}
+
+/// One refused request as the command that made it is told: the host and port it asked for,
+/// why, and what the person answered when asked. Its display is the line appended to the
+/// command's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// The port asked for (443 for most `CONNECT`s).
+    pub port: u16,
+    /// Why.
+    pub refusal: Refusal,
+    /// What came of asking, when a person was asked or could not be (`the user refused it`).
+    pub note: Option<String>,
+}
+
+impl Blocked {
+    /// The host refused.
+    pub fn host(&self) -> &str {
+        self.refusal.host()
+    }
+}
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[sandbox] network: blocked {}:{} ({}",
+            self.host(),
+            self.port,
+            self.refusal.reason()
+        )?;
+        if let Some(note) = &self.note {
+            write!(f, "; {note}")?;
+        }
+        f.write_str(")")
     }
 }

@@ -5,8 +5,11 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+use std::time::Duration;
 
-use dsh_netproxy::{DomainPolicy, Lookup, Proxy};
+use dsh_netproxy::{
+    Answer, AnswerFuture, Asker, Asking, DomainPolicy, Lookup, Owner, Proxy, Question,
+};
 use dsh_testkit::{Origin, bounded};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -129,4 +132,266 @@ async fn a_request_that_is_not_proxy_form_gets_400() {
     let proxy = Proxy::start(policy(&["x.test"], &[]), loopback_lookup()).unwrap();
     let response = bounded(send(&proxy, "GET /relative HTTP/1.1\r\n\r\n".into())).await;
     assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+}
+
+/// A request head for `host` carrying `proxy`'s credential for `owner`, as a client sends
+/// it when its proxy URL is `Proxy::url_for(owner)`.
+fn get_as(proxy: &Proxy, owner: &Owner, host: &str, port: u16) -> String {
+    use base64::Engine as _;
+    let url = proxy.url_for(owner);
+    let credentials = url
+        .strip_prefix("http://")
+        .and_then(|u| u.split_once('@'))
+        .unwrap()
+        .0;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    format!(
+        "GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\n\
+         Proxy-Authorization: Basic {encoded}\r\n\r\n"
+    )
+}
+
+/// The lines reported to `owner`'s call.
+fn reported(proxy: &Proxy, owner: &Owner) -> Vec<String> {
+    proxy
+        .take_blocked(owner)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn owner(session: &str, call: &str) -> Owner {
+    Owner {
+        session: Some(session.into()),
+        call: Some(call.into()),
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_reported_to_the_call_whose_credential_made_it_once() {
+    let (port, _heads) = origin().await;
+    let proxy = Proxy::start(policy(&["origin.test"], &[]), loopback_lookup()).unwrap();
+    let (mine, other) = (owner("s1", "call_1"), owner("s1", "call_2"));
+    for _ in 0..2 {
+        let response = bounded(send(&proxy, get_as(&proxy, &mine, "exfil.test", port))).await;
+        assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    }
+    // Without a credential: decided the same, reported to nobody.
+    let response = bounded(send(&proxy, get("anon.test", port))).await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert_eq!(
+        reported(&proxy, &mine),
+        [format!(
+            "[sandbox] network: blocked exfil.test:{port} (not in `[sandbox] allowed_domains`)"
+        )]
+    );
+    assert!(proxy.take_blocked(&mine).is_empty(), "reported twice");
+    assert!(
+        proxy.take_blocked(&other).is_empty(),
+        "reported to another call"
+    );
+    assert_eq!(proxy.stats().refused(), 3);
+}
+
+#[tokio::test]
+async fn curl_sends_the_credential_of_a_proxy_url_so_its_refusal_is_attributed() {
+    let (port, _heads) = origin().await;
+    let proxy = Proxy::start(policy(&["origin.test"], &[]), loopback_lookup()).unwrap();
+    let mine = owner("s1", "call_curl");
+    let url = proxy.url_for(&mine);
+    let out = bounded(
+        tokio::process::Command::new("curl")
+            .args([
+                "-sS",
+                "-p",
+                "-x",
+                &url,
+                &format!("http://exfil.test:{port}/"),
+            ])
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    let blocked = proxy.take_blocked(&mine);
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    assert_eq!(blocked[0].host(), "exfil.test");
+}
+
+/// Answers every question with `answer`, counting them; `gate` holds the answers until the
+/// test opens it (so concurrent requests meet one open question).
+#[derive(Debug)]
+struct Scripted {
+    answer: Answer,
+    asked: Arc<std::sync::Mutex<Vec<Question>>>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl Asker for Scripted {
+    fn ask(&self, question: Question) -> AnswerFuture {
+        self.asked.lock().unwrap().push(question);
+        let (answer, gate) = (self.answer.clone(), self.gate.clone());
+        Box::pin(async move {
+            let _open = gate.acquire().await;
+            answer
+        })
+    }
+}
+
+fn asking(
+    allowed: &[&str],
+    denied: &[&str],
+    answer: Answer,
+) -> (Proxy, Arc<std::sync::Mutex<Vec<Question>>>) {
+    let asked = Arc::default();
+    let asker = Scripted {
+        answer,
+        asked: Arc::clone(&asked),
+        gate: Arc::new(tokio::sync::Semaphore::new(1)),
+    };
+    let asking = Asking {
+        asker: Arc::new(asker),
+        timeout: Duration::from_secs(5),
+    };
+    let proxy = Proxy::start_asking(policy(allowed, denied), loopback_lookup(), Some(asking));
+    (proxy.unwrap(), asked)
+}
+
+#[tokio::test]
+async fn a_host_allowed_for_the_session_reaches_its_server_and_is_not_asked_about_again() {
+    let (port, mut heads) = origin().await;
+    let (proxy, asked) = asking(&[], &[], Answer::Session);
+    // Named by an exact approval, the host may reach this machine (the origin).
+    let first = bounded(send(
+        &proxy,
+        get_as(&proxy, &owner("s1", "c1"), "new.test", port),
+    ))
+    .await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    bounded(heads.recv()).await.unwrap();
+    let later = bounded(send(
+        &proxy,
+        get_as(&proxy, &owner("s1", "c2"), "new.test", port),
+    ))
+    .await;
+    assert!(later.starts_with("HTTP/1.1 200"), "{later}");
+    assert!(proxy.session_allows("s1", "NEW.test"));
+    // Another session's person was not asked: it is asked itself.
+    let other = bounded(send(
+        &proxy,
+        get_as(&proxy, &owner("s2", "c3"), "new.test", port),
+    ))
+    .await;
+    assert!(other.starts_with("HTTP/1.1 200"), "{other}");
+    let asked: Vec<String> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|q| q.session.clone())
+        .collect();
+    assert_eq!(asked, ["s1", "s2"]);
+    let question = proxy.take_blocked(&owner("s1", "c1"));
+    assert!(
+        question.is_empty(),
+        "an allowed host was reported: {question:?}"
+    );
+}
+
+#[tokio::test]
+async fn allow_once_covers_the_call_that_asked_and_no_other() {
+    let (port, _heads) = origin().await;
+    let (proxy, asked) = asking(&[], &[], Answer::Once);
+    for call in ["c1", "c1", "c2"] {
+        let r = bounded(send(
+            &proxy,
+            get_as(&proxy, &owner("s1", call), "once.test", port),
+        ))
+        .await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    }
+    let calls: Vec<Option<String>> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|q| q.call.clone())
+        .collect();
+    assert_eq!(calls, [Some("c1".to_owned()), Some("c2".to_owned())]);
+    assert!(!proxy.session_allows("s1", "once.test"));
+}
+
+#[tokio::test]
+async fn a_refused_question_blocks_with_the_answer_in_the_report_and_is_not_asked_again() {
+    let (port, mut heads) = origin().await;
+    let (proxy, asked) = asking(&[], &[], Answer::Deny("the user refused it".into()));
+    let mine = owner("s1", "c1");
+    for _ in 0..2 {
+        let r = bounded(send(&proxy, get_as(&proxy, &mine, "no.test", port))).await;
+        assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+        assert!(r.contains("; the user refused it"), "{r}");
+    }
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    assert!(heads.try_recv().is_err(), "the origin was reached");
+    assert_eq!(
+        reported(&proxy, &mine),
+        [format!(
+            "[sandbox] network: blocked no.test:{port} (not in `[sandbox] allowed_domains`; \
+             the user refused it)"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_denied_host_and_a_request_without_credential_are_never_asked_about() {
+    let (port, _heads) = origin().await;
+    let (proxy, asked) = asking(&[], &["denied.test"], Answer::Session);
+    let r = bounded(send(
+        &proxy,
+        get_as(&proxy, &owner("s1", "c1"), "denied.test", port),
+    ))
+    .await;
+    assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    let r = bounded(send(&proxy, get("anon.test", port))).await;
+    assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn concurrent_requests_for_one_host_share_one_question() {
+    let (port, _heads) = origin().await;
+    let asked: Arc<std::sync::Mutex<Vec<Question>>> = Arc::default();
+    // Closed until every request waits on the question.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let asker = Scripted {
+        answer: Answer::Once,
+        asked: Arc::clone(&asked),
+        gate: gate.clone(),
+    };
+    let asking = Asking {
+        asker: Arc::new(asker),
+        timeout: Duration::from_secs(5),
+    };
+    let proxy =
+        Arc::new(Proxy::start_asking(policy(&[], &[]), loopback_lookup(), Some(asking)).unwrap());
+    // Four calls of one session (a build's parallel downloads): one card.
+    let requests: Vec<_> = (0..4)
+        .map(|i| {
+            let mine = owner("s1", &format!("c{i}"));
+            let (proxy, request) = (proxy.clone(), get_as(&proxy, &mine, "many.test", port));
+            tokio::spawn(async move { send(&proxy, request).await })
+        })
+        .collect();
+    bounded(async {
+        while proxy.stats().waiting() < 4 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    gate.add_permits(1);
+    for request in requests {
+        let r = bounded(request).await.unwrap();
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    }
+    assert_eq!(asked.lock().unwrap().len(), 1);
 }

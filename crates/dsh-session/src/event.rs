@@ -367,6 +367,7 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "approval/asked",
     "approval/decided",
     "approval/policy",
+    "network/blocked",
     "sandbox/mode",
     "plan/mode",
     "plan/proposed",
@@ -379,6 +380,7 @@ pub const KNOWN_PLUGIN_EVENT_TYPES: &[&str] = &[
     "tool/code-dispatch",
     "checkpoint/created",
     "checkpoint/restored",
+    "session/rerooted",
 ];
 
 /// The core type names, each read back as its typed [`EventKind`]: every reader understands

@@ -17,6 +17,7 @@
 pub mod attachments;
 pub mod error;
 pub mod event;
+pub mod follow;
 pub mod fork;
 pub mod header;
 pub mod ids;
@@ -30,6 +31,7 @@ pub mod repair;
 pub mod rewind;
 pub mod route_switched;
 mod session;
+pub mod session_rerooted;
 pub mod store;
 pub mod stream;
 mod surface;
@@ -43,6 +45,7 @@ pub use event::{
     SpliceOutcome, StepBoundary, SurfaceOp, ToolCall, ToolErrorInfo, ToolResult, TurnEnd,
     TurnEndReason, TurnStart,
 };
+pub use follow::{FollowedEvents, SessionFollow};
 pub use fork::fork_seed;
 pub use header::{SessionHeader, SessionMeta, SessionOrigin, now_ms};
 pub use ids::{CallId, MessageId, SessionId};
@@ -58,6 +61,7 @@ pub use repair::{check_balanced, interrupted_turn_closers};
 pub use rewind::{history_events, is_rewound, rewound_ranges};
 pub use route_switched::RouteSwitched;
 pub use session::{EventDraft, Session, Validator};
+pub use session_rerooted::SessionRerooted;
 pub use store::{
     SessionCreated, SessionDetach, SessionDisposed, SessionEventFired, SessionEventNotice,
     SessionFlush, SessionStore,

@@ -83,6 +83,8 @@ struct State {
     surface: Surface,
     last_turn: u64,
     open_turn: Option<u64>,
+    /// The directory of the latest `session/rerooted`, if any.
+    rerooted: Option<std::path::PathBuf>,
 }
 
 /// An append-only session log.
@@ -167,6 +169,16 @@ impl Session {
     /// The immutable header.
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// Where the session works now: the directory of its latest `session/rerooted`, else the
+    /// one it started in (the header's). Commands, file tools and instruction files use this.
+    pub fn cwd(&self) -> Option<std::path::PathBuf> {
+        self.state
+            .lock()
+            .rerooted
+            .clone()
+            .or_else(|| self.header.cwd.clone())
     }
 
     /// Length of the seed this session was built from: events before it were inherited.
@@ -435,6 +447,11 @@ fn commit(state: &mut State, event: Arc<SessionEvent>) {
             state.open_turn = Some(t.turn);
         }
         EventKind::TurnEnd(_) => state.open_turn = None,
+        EventKind::Other { .. } => {
+            if let Some(moved) = crate::session_rerooted::SessionRerooted::of(&event) {
+                state.rerooted = Some(moved.cwd);
+            }
+        }
         _ => {}
     }
     state.events.push(event);

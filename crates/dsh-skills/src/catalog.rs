@@ -26,14 +26,18 @@ pub enum Kind {
     Skill,
     /// A custom command (prompt file).
     Command,
+    /// An MCP server's prompt (`/mcp__SERVER__PROMPT`): not in a catalog, but listed with its
+    /// entries by the front ends.
+    Prompt,
 }
 
 impl Kind {
-    /// `skill` or `command`.
+    /// `skill`, `command` or `prompt`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Skill => "skill",
             Kind::Command => "command",
+            Kind::Prompt => "prompt",
         }
     }
 }

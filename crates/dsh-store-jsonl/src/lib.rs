@@ -26,6 +26,7 @@
 mod attachments;
 mod batch;
 mod error;
+mod follow;
 mod fork;
 mod fsync;
 pub mod layout;

@@ -115,7 +115,7 @@ impl std::fmt::Debug for JsonlStore {
     }
 }
 
-fn join_failure(e: tokio::task::JoinError) -> PersistenceError {
+pub(crate) fn join_failure(e: tokio::task::JoinError) -> PersistenceError {
     PersistenceError::Io {
         context: "a session storage thread failed".into(),
         source: std::io::Error::other(e.to_string()),
@@ -346,6 +346,23 @@ impl dsh_write_behind::Store for JsonlStore {
 
     async fn close(&self) -> Result<(), PersistenceError> {
         Self::close(self).await
+    }
+}
+
+#[async_trait]
+impl dsh_session::SessionFollow for JsonlStore {
+    async fn read(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        JsonlStore::read(self, id).await
+    }
+
+    async fn follow(
+        &self,
+        id: &SessionId,
+        from_seq: u64,
+    ) -> Result<dsh_session::FollowedEvents, PersistenceError> {
+        let (root, who) = (self.root.clone(), id.clone());
+        let path = Self::blocking(move || locate::find(&root, &who)).await?;
+        Ok(crate::follow::follow(path, id.clone(), from_seq))
     }
 }
 

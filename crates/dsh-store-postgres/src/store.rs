@@ -197,6 +197,24 @@ impl PostgresStore {
     }
 }
 
+#[async_trait::async_trait]
+impl dsh_session::SessionFollow for PostgresStore {
+    async fn read(&self, id: &SessionId) -> Result<StoredSession, PersistenceError> {
+        PostgresStore::read(self, id).await
+    }
+
+    async fn follow(
+        &self,
+        id: &SessionId,
+        from_seq: u64,
+    ) -> Result<dsh_session::FollowedEvents, PersistenceError> {
+        let rx = PostgresStore::follow(self, id, from_seq).await?;
+        Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|e| (e, rx))
+        })))
+    }
+}
+
 impl dsh_write_behind::Store for PostgresStore {
     const NAME: &'static str = "PostgreSQL";
 

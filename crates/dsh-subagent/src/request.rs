@@ -50,7 +50,7 @@ pub(crate) fn child_options(parent: &AgentRef, model: Option<&str>) -> AgentOpti
 /// parent's working directory.
 pub(crate) fn child_meta(parent: &AgentRef, depth: u32) -> SessionMeta {
     SessionMeta {
-        cwd: parent.session().header().cwd.clone(),
+        cwd: parent.session().cwd(),
         parent_session: Some(parent.id().clone()),
         origin: Some(SessionOrigin::Subagent),
         delegation_depth: depth,

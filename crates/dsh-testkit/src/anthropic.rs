@@ -86,6 +86,24 @@ impl MessageStream {
         s.event(json!({"type": "content_block_stop", "index": index}))
     }
 
+    /// The provider's own web search, as the API streams it: a `server_tool_use` block whose
+    /// query arrives as input JSON, then a `web_search_tool_result` block holding `results`.
+    pub fn web_search(mut self, id: &str, query: &str, results: Value) -> Self {
+        let (call, result) = (self.next_block, self.next_block + 1);
+        self.next_block += 2;
+        let input = json!({ "query": query }).to_string();
+        self.event(json!({"type": "content_block_start", "index": call,
+                "content_block": {"type": "server_tool_use", "id": id, "name": "web_search",
+                    "input": {}}}))
+            .event(json!({"type": "content_block_delta", "index": call,
+                "delta": {"type": "input_json_delta", "partial_json": input}}))
+            .event(json!({"type": "content_block_stop", "index": call}))
+            .event(json!({"type": "content_block_start", "index": result,
+                "content_block": {"type": "web_search_tool_result", "tool_use_id": id,
+                    "content": results}}))
+            .event(json!({"type": "content_block_stop", "index": result}))
+    }
+
     /// `message_delta` with `stop_reason` and `output_tokens`, then `message_stop`.
     pub fn stop(self, stop_reason: &str, output_tokens: u64) -> Self {
         self.event(json!({"type": "message_delta",

@@ -129,6 +129,9 @@ fn managed_env(call: &ToolCallContext) -> Vec<(String, String)> {
     if let Some(caller) = call.caller() {
         env.push(("DSH_SESSION_ID".to_owned(), caller.agent_id.to_string()));
     }
+    // The guard's supervision tells the network proxy which call a command's requests belong
+    // to by it, so a host the proxy refuses is reported in this call's result.
+    env.push(("DSH_CALL_ID".to_owned(), call.call_id().as_str().to_owned()));
     env
 }
 

@@ -51,6 +51,10 @@ impl ApprovalRequest {
 pub enum ApprovalOutcome {
     /// Run this call, once.
     AllowedOnce,
+    /// Run this call, and the like of it for the rest of the session ("allow for this
+    /// session"). The approver may remember the grant itself; a caller that keeps its own
+    /// grants (the network proxy's session allow-list) learns of it from this answer.
+    AllowedForSession,
     /// The user said no.
     Rejected,
     /// The question was withdrawn (usually the turn was cancelled).

@@ -206,7 +206,7 @@ impl ToolRuntime {
             .catch_unwind()
             .await;
         match outcome {
-            Ok(ApprovalOutcome::AllowedOnce) => Gate::Allow,
+            Ok(ApprovalOutcome::AllowedOnce | ApprovalOutcome::AllowedForSession) => Gate::Allow,
             Ok(ApprovalOutcome::Rejected) => deny(format!("the user rejected tool `{name}`")),
             Ok(ApprovalOutcome::Cancelled) => Gate::Deny {
                 reason: format!("approval for tool `{name}` was cancelled"),

@@ -64,6 +64,8 @@ pub enum Effect {
     ListTurns,
     /// Rewind the session to the start of a turn.
     Rewind(u64, crate::rewind::RewindScope),
+    /// Ctrl+V: read an image from the system clipboard and attach it to the draft.
+    PasteImage,
     /// Redraw everything.
     Redraw,
     /// Expand `/name args` with the session's own command or skill, then send (or queue)
@@ -110,8 +112,9 @@ pub struct Search {
 /// A full-screen overlay.
 #[derive(Clone, Debug)]
 pub enum Overlay {
-    /// Keys and commands.
-    Help,
+    /// Keys and commands, scrolled down this many rows (the list is taller than a small
+    /// terminal).
+    Help(usize),
     /// The session picker.
     Picker(Picker),
     /// The model picker.
@@ -393,7 +396,14 @@ impl App {
                         p.selected = 0;
                     }
                     _ => {
-                        self.composer.paste(&text);
+                        // A file dropped on the terminal arrives as its path: an image becomes
+                        // a mention that attaches it (text keeps the path as typed).
+                        match crate::attach::pasted_image(&text, &self.info.cwd)
+                            .and_then(|path| crate::attach::mention_for(&path, &self.info.cwd))
+                        {
+                            Some(mention) => self.composer.insert(&format!("{mention} ")),
+                            None => self.composer.paste(&text),
+                        }
                         self.popup_dismissed = false;
                     }
                 }
@@ -461,6 +471,7 @@ impl App {
                 self.composer.delete();
             }
             KeyCode::Char('o') if ctrl => self.transcript.toggle_expand_all(),
+            KeyCode::Char('v') if ctrl => return vec![Effect::PasteImage],
             KeyCode::Char('r') if ctrl => {
                 self.search = Some(Search {
                     draft: self.composer.text().to_owned(),
@@ -741,6 +752,20 @@ impl App {
         }
     }
 
+    /// Puts an image read from the clipboard (saved at `path`) into the draft as
+    /// `[Clipboard image]`, which stands for the mention that attaches it on submit.
+    pub fn attach_clipboard_image(&mut self, path: &std::path::Path) {
+        match crate::attach::mention_for(path, &self.info.cwd) {
+            Some(mention) => {
+                self.composer.fold("[Clipboard image]".to_owned(), mention);
+                self.popup_dismissed = false;
+            }
+            None => self
+                .transcript
+                .error(format!("cannot attach {}: unusable name", path.display())),
+        }
+    }
+
     /// Sends `text` (or queues it): a new turn when idle, a steer or a follow-up in the
     /// pending strip while a turn runs.
     pub fn say(&mut self, text: String, queue: bool) -> Vec<Effect> {
@@ -835,11 +860,16 @@ impl App {
             return Vec::new();
         };
         match overlay {
-            Overlay::Help => {
-                if matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
-                    self.overlay = None;
-                }
-            }
+            Overlay::Help(scroll) => match key.code {
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => self.overlay = None,
+                // The view clamps the scroll to what the list and the screen leave.
+                KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_add(1),
+                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                KeyCode::PageDown | KeyCode::Char(' ') => *scroll = scroll.saturating_add(10),
+                KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+                KeyCode::Home => *scroll = 0,
+                _ => {}
+            },
             Overlay::Rewind(p) => match p.key(key) {
                 Some(crate::rewind::PickerAction::Close) => self.overlay = None,
                 Some(crate::rewind::PickerAction::Rewind(turn, scope)) => {
@@ -974,6 +1004,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("PageUp/Down, wheel", "scroll; End or Esc follows again"),
     ("Ctrl+O", "expand or collapse tool output, diffs, reasoning"),
     ("Ctrl+Z", "suspend (fg resumes)"),
+    ("Ctrl+V", "attach the clipboard's image"),
     ("@path", "complete a workspace file (tab or enter)"),
     (
         "Ctrl+R",

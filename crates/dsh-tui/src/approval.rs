@@ -105,7 +105,7 @@ impl Approver for TuiApprover {
                 Ok(Answer::Once) => ApprovalOutcome::AllowedOnce,
                 Ok(Answer::Session) => {
                     self.allowed.lock().insert(tool);
-                    ApprovalOutcome::AllowedOnce
+                    ApprovalOutcome::AllowedForSession
                 }
                 Ok(Answer::Deny(reason)) => {
                     if let Some(reason) = reason {

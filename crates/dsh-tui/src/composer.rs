@@ -89,12 +89,18 @@ impl Composer {
                 "[Pasted {} chars · {lines} lines]",
                 crate::status::group_thousands(chars as u64)
             );
-            let placeholder = self.unique(placeholder);
-            self.insert(&placeholder);
-            self.pastes.push((placeholder, text));
+            self.fold(placeholder, text);
         } else {
             self.insert(&text);
         }
+    }
+
+    /// Inserts `label` (`[Clipboard image]`) standing for `expansion`: deleted as a whole,
+    /// expanded on submit, like a large paste.
+    pub fn fold(&mut self, label: String, expansion: String) {
+        let placeholder = self.unique(label);
+        self.insert(&placeholder);
+        self.pastes.push((placeholder, expansion));
     }
 
     /// A placeholder not already in the draft (two equal-sized pastes stay apart).

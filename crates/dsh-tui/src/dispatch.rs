@@ -40,7 +40,7 @@ impl App {
                 vec![Effect::Exit]
             }
             Command::Help => {
-                self.overlay = Some(Overlay::Help);
+                self.overlay = Some(Overlay::Help(0));
                 Vec::new()
             }
             Command::New => vec![Effect::New],

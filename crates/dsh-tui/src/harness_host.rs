@@ -114,11 +114,8 @@ impl TuiHost for HarnessHost {
     }
 
     fn commands(&self, session: &SessionId) -> Vec<Entry> {
-        let Some(catalog) = self.harness.catalog(session) else {
-            return Vec::new();
-        };
-        catalog
-            .slash_entries()
+        self.harness
+            .slash_entries(session)
             .into_iter()
             .map(|e| Entry {
                 name: e.name,
@@ -128,12 +125,12 @@ impl TuiHost for HarnessHost {
             .collect()
     }
 
-    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+    async fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
         Some(
             self.harness
-                .expand(session, line)?
-                .map(|expansion| expansion.prompt)
-                .map_err(|problem| HostError(problem.to_string())),
+                .expand_line(session, line)
+                .await?
+                .map_err(HostError),
         )
     }
 

@@ -191,15 +191,16 @@ pub trait TuiHost: Send + Sync + 'static {
         let _ = (agent, turn, scope);
         Err(HostError("rewinding is not available here".into()))
     }
-    /// The session's own slash commands (custom commands and skills), for the popup and
-    /// `/help`. None by default.
+    /// The session's own slash commands (custom commands, skills and MCP servers' prompts),
+    /// for the popup and `/help`. None by default.
     fn commands(&self, session: &SessionId) -> Vec<Entry> {
         let _ = session;
         Vec::new()
     }
     /// The prompt `/name args` stands for in `session`; `None` when it names none of the
-    /// session's commands, an error when its file cannot be read now.
-    fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
+    /// session's commands, an error when its file cannot be read now or an MCP server could
+    /// not give its prompt.
+    async fn expand(&self, session: &SessionId, line: &str) -> Option<Result<String, HostError>> {
         let _ = (session, line);
         None
     }

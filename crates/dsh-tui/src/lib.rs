@@ -19,6 +19,7 @@ pub mod app;
 pub mod approval;
 pub mod attach;
 pub mod cell;
+pub mod clipboard;
 pub mod commands;
 pub mod composer;
 pub mod diff;

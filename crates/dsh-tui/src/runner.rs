@@ -82,6 +82,8 @@ enum Msg {
     Sessions(Result<Vec<SessionEntry>, HostError>),
     Compacted(Result<String, HostError>),
     Turns(Result<Vec<crate::rewind::TurnEntry>, HostError>),
+    /// An image read from the clipboard, saved where its mention points.
+    Clipboard(Result<std::path::PathBuf, String>),
 }
 
 /// Whether `session` is the one on screen or one of its subagents (`Some(true)`).
@@ -94,6 +96,8 @@ fn shown(current: &Mutex<Option<SessionId>>, session: &dsh_session::Session) -> 
 /// Runs the UI until the person leaves; the terminal is restored on every way out.
 pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit, TuiError> {
     let (msg_tx, mut msgs) = mpsc::unbounded_channel::<Msg>();
+    // Images pasted from the clipboard live here until the UI closes.
+    let clips = Arc::new(dsh_fs::PrivateDir::new(None, "dsh-clipboard"));
     let current: Arc<Mutex<Option<SessionId>>> = Arc::default();
     let feed = {
         let current = current.clone();
@@ -411,9 +415,25 @@ pub async fn run(host: Arc<dyn TuiHost>, options: TuiOptions) -> Result<TuiExit,
                         }
                     }
                 }
+                Effect::PasteImage => match crate::clipboard::ClipboardReader::from_env() {
+                    Ok(reader) => {
+                        let (tx, clips) = (msg_tx.clone(), clips.clone());
+                        tokio::spawn(async move {
+                            let saved = match reader.read_png().await {
+                                Ok(png) => save_clipboard_image(&clips, &png),
+                                Err(e) => Err(e.to_string()),
+                            };
+                            let _ = tx.send(Msg::Clipboard(saved));
+                        });
+                    }
+                    Err(e) => app.transcript.error(e.to_string()),
+                },
                 Effect::Redraw => redraw(&mut terminal)?,
                 Effect::Expand { line, queue } => {
-                    let expanded = app.session.as_ref().and_then(|id| host.expand(id, &line));
+                    let expanded = match app.session.as_ref() {
+                        Some(id) => host.expand(id, &line).await,
+                        None => None,
+                    };
                     match expanded {
                         Some(Ok(prompt)) => {
                             for effect in app.say(prompt, queue) {
@@ -532,6 +552,21 @@ fn redraw(terminal: &mut Terminal<CrosstermBackend<Stdout>>) -> std::io::Result<
     terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
 }
 
+/// Saves a clipboard image as a private file (0600 in a 0700 directory, removed when the UI
+/// closes) for the mention that attaches it when the draft is sent.
+fn save_clipboard_image(
+    clips: &dsh_fs::PrivateDir,
+    png: &[u8],
+) -> Result<std::path::PathBuf, String> {
+    use std::io::Write as _;
+    let (mut file, path) = clips
+        .create("clipboard.png")
+        .map_err(|e| format!("cannot keep the clipboard image: {e}"))?;
+    file.write_all(png)
+        .map_err(|e| format!("cannot keep the clipboard image: {e}"))?;
+    Ok(path)
+}
+
 fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
     match msg {
         Msg::Event(session, event, child) => {
@@ -554,6 +589,8 @@ fn on_msg(app: &mut App, msg: Msg, replayed_to: Option<&(SessionId, u64)>) {
         Msg::Compacted(outcome) => app.compacted(outcome.map_err(|e| e.to_string())),
         Msg::Files(files) => app.files = Some(files),
         Msg::Sessions(Ok(entries)) => app.sessions(entries),
+        Msg::Clipboard(Ok(path)) => app.attach_clipboard_image(&path),
+        Msg::Clipboard(Err(e)) => app.transcript.error(e),
         Msg::Turns(Ok(entries)) => app.turns(entries),
         Msg::Turns(Err(e)) => {
             app.overlay = None;

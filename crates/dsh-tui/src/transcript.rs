@@ -271,6 +271,11 @@ impl Transcript {
             EventKind::Other { type_name, data } if type_name == DECISION_EVENT => {
                 self.decision(data);
             }
+            EventKind::Other { type_name, data } if type_name == NETWORK_BLOCKED_EVENT => {
+                if let Some(line) = data.get("line").and_then(Value::as_str) {
+                    self.notice(format!("⊘ {}", sanitize(line)));
+                }
+            }
             EventKind::Other { type_name, data } if type_name == COMPACTION_SUMMARY => {
                 let usage = data
                     .get("usage")
@@ -497,6 +502,8 @@ impl Transcript {
 
 /// The guard's log event of a decision or an answer.
 const DECISION_EVENT: &str = "approval/decided";
+/// The guard's log event of a host the network proxy refused a command.
+const NETWORK_BLOCKED_EVENT: &str = "network/blocked";
 /// Compaction's events (its crate is not a dependency of the UI; the names are its log
 /// vocabulary).
 const COMPACTION_PLUGIN: &str = "dsh-compaction";

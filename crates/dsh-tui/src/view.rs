@@ -493,12 +493,12 @@ fn draw_overlay(frame: &mut Frame<'_>, app: &App, overlay: &Overlay, area: Rect)
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let width = area.width as usize;
     let lines: Vec<Line<'static>> = match overlay {
-        Overlay::Help => {
-            let mut lines = vec![Line::styled("Help · esc closes", bold)];
+        Overlay::Help(scroll) => {
+            let mut rows = Vec::new();
             for row in app.help_text() {
-                lines.extend(wrap_line(&Line::raw(row), width, HELP_INDENT));
+                rows.extend(wrap_line(&Line::raw(row), width, HELP_INDENT));
             }
-            lines
+            help_window(rows, *scroll, area.height as usize, bold)
         }
         Overlay::Models(p) => {
             let rows = p
@@ -565,6 +565,44 @@ fn draw_overlay(frame: &mut Frame<'_>, app: &App, overlay: &Overlay, area: Rect)
     };
     frame.render_widget(Clear, area);
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The help rows that fit `height` from `scroll` on (clamped so the last row can reach the
+/// bottom), under a title that says how to scroll when they do not all fit, and above a line
+/// counting the rows below.
+fn help_window(
+    rows: Vec<Line<'static>>,
+    scroll: usize,
+    height: usize,
+    bold: Style,
+) -> Vec<Line<'static>> {
+    let room = height.saturating_sub(1);
+    if rows.len() <= room {
+        let mut lines = vec![Line::styled("Help · esc closes", bold)];
+        lines.extend(rows);
+        return lines;
+    }
+    // One row is kept for the "more below" line whenever anything is below.
+    let body = room.saturating_sub(1).max(1);
+    let start = scroll.min(rows.len().saturating_sub(body));
+    let end = (start + body).min(rows.len());
+    let mut lines = vec![Line::styled(
+        format!(
+            "Help · ↑↓ PgUp PgDn scroll · esc closes · rows {}–{} of {}",
+            start + 1,
+            end,
+            rows.len()
+        ),
+        bold,
+    )];
+    lines.extend(rows[start..end].iter().cloned());
+    if end < rows.len() {
+        lines.push(Line::styled(
+            format!("  … {} more rows (↓)", rows.len() - end),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+    }
+    lines
 }
 
 /// `5m`, `3h`, `2d`.

@@ -501,11 +501,60 @@ async fn the_approver_answers_a_deny_as_rejected_and_remembers_allow_for_the_ses
         .reply
         .send(Answer::Session)
         .unwrap();
-    assert_eq!(pending.await.unwrap(), ApprovalOutcome::AllowedOnce);
+    assert_eq!(pending.await.unwrap(), ApprovalOutcome::AllowedForSession);
     // Allowed for the session: no second question.
     assert_eq!(
         ask(approver.clone()).await.unwrap(),
         ApprovalOutcome::AllowedOnce
     );
     assert!(asks.try_recv().is_err());
+}
+
+#[test]
+fn a_dropped_image_path_becomes_a_mention_and_other_pastes_stay_text() {
+    let now = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("My Shots")).unwrap();
+    std::fs::write(dir.path().join("My Shots/a b.png"), b"x").unwrap();
+    let mut app = app_with(&[], now);
+    app.info.cwd = dir.path().to_path_buf();
+    let dropped = format!("'{}'", dir.path().join("My Shots/a b.png").display());
+    app.handle(crossterm::event::Event::Paste(dropped), now);
+    assert_eq!(app.composer.text(), "@\"My Shots/a b.png\" ");
+    app.handle(
+        crossterm::event::Event::Paste("My Shots/none.png".into()),
+        now,
+    );
+    assert_eq!(
+        app.composer.text(),
+        "@\"My Shots/a b.png\" My Shots/none.png"
+    );
+    assert_eq!(
+        dsh_tui::attach::image_mentions(app.composer.text(), dir.path()),
+        [dir.path().join("My Shots/a b.png")]
+    );
+}
+
+#[test]
+fn ctrl_v_asks_for_the_clipboard_image_which_sends_as_its_mention() {
+    let now = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("clip 1.png");
+    std::fs::write(&saved, b"x").unwrap();
+    let mut app = app_with(&[], now);
+    assert_eq!(ctrl(&mut app, 'v', now), [Effect::PasteImage]);
+    type_text(&mut app, "what is ", now);
+    app.attach_clipboard_image(&saved);
+    assert_eq!(app.composer.text(), "what is [Clipboard image]");
+    // The placeholder goes as a whole, like a folded paste.
+    key(&mut app, KeyCode::Backspace, now);
+    assert_eq!(app.composer.text(), "what is ");
+    app.attach_clipboard_image(&saved);
+    let sent = key(&mut app, KeyCode::Enter, now);
+    let mention = format!("what is @\"{}\"", saved.display());
+    assert_eq!(sent, [Effect::Send(mention.clone())]);
+    assert_eq!(
+        dsh_tui::attach::image_mentions(&mention, &app.info.cwd),
+        [saved]
+    );
 }

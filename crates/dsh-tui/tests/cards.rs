@@ -264,3 +264,25 @@ fn live_output_after_the_result_is_ignored() {
     let shown = rows(&screen(&mut app, 80, 12, now)).join("\n");
     assert!(!shown.contains("late"), "{shown}");
 }
+
+#[test]
+fn a_host_the_network_proxy_blocked_is_shown_under_its_command() {
+    let now = Instant::now();
+    let mut log = Log::default();
+    log.turn_start(1);
+    log.call("c1", "bash", bash("curl -sS https://exfil.example/"));
+    let line = "[sandbox] network: blocked exfil.example:443 (not in `[sandbox] allowed_domains`)";
+    log.push(EventKind::other(
+        "network/blocked",
+        json!({"callId": "c1", "host": "exfil.example", "port": 443, "line": line}),
+    ));
+    log.result(
+        "c1",
+        "curl: (56) CONNECT tunnel failed, response 403",
+        false,
+    );
+    let mut app = app_with(&log.events, now);
+    let t = screen(&mut app, 120, 12, now);
+    let shown = rows(&t).join("\n");
+    assert!(shown.contains(&format!("⊘ {line}")), "{shown}");
+}

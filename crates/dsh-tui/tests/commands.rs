@@ -164,7 +164,7 @@ fn ctrl_z_suspends_and_ctrl_c_always_says_how_to_exit() {
     let mut app = app_with(&[], now);
     assert_eq!(ctrl(&mut app, 'z', now), [Effect::Suspend]);
     submit(&mut app, "/help", now);
-    assert!(matches!(app.overlay, Some(Overlay::Help)));
+    assert!(matches!(app.overlay, Some(Overlay::Help(0))));
     assert!(ctrl(&mut app, 'c', now).is_empty());
     assert!(app.overlay.is_none());
     assert!(shown(&mut app, now).contains("ctrl+c again to exit"));

@@ -5,13 +5,14 @@ mod support;
 
 use std::time::Instant;
 
+use crossterm::event::KeyCode;
 use dsh_session::{CancelCause, TurnEndReason};
 use dsh_tui::SessionEntry;
 use dsh_tui::app::{App, Overlay, Picker};
 use dsh_tui::approval::Card;
 use insta::assert_snapshot;
 use serde_json::json;
-use support::{Log, app_with, screen};
+use support::{Log, app_with, key, rows, screen};
 
 fn streaming() -> Log {
     let mut log = Log::default();
@@ -99,8 +100,23 @@ fn the_command_popup_filters_as_the_draft_is_typed() {
 fn help_and_the_resume_picker_are_overlays() {
     let now = Instant::now();
     let mut app = app_with(&bash_loop().events, now);
-    app.overlay = Some(Overlay::Help);
+    app.overlay = Some(Overlay::Help(0));
     assert_snapshot!("help_80x24", screen(&mut app, 80, 24, now).backend());
+    // The list is taller than 24 rows: scrolling reaches its last command.
+    for _ in 0..40 {
+        key(&mut app, KeyCode::Down, now);
+    }
+    let bottom = rows(&screen(&mut app, 80, 24, now)).join("\n");
+    let last = app
+        .help_text()
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(bottom.contains(&last), "{bottom}");
+    assert!(!bottom.contains("more rows"), "{bottom}");
     let ms = dsh_session::now_ms();
     app.overlay = Some(Overlay::Picker(Picker {
         entries: Some(vec![

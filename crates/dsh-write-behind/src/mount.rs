@@ -6,13 +6,14 @@ use std::sync::Arc;
 use dsh_kernel::{BoxError, Context};
 use dsh_session::{
     Persistence, PersistenceError, Session, SessionDisposed, SessionEventFired, SessionFlush,
+    SessionFollow,
 };
 use tokio::runtime::Handle;
 
 /// A session store that persists live sessions through write-behind writers: what its plugin
 /// drives through [`mount`] (the front ends and the loop only see `dyn Persistence` and the
 /// `session/flush` barrier).
-pub trait Store: Persistence + 'static {
+pub trait Store: Persistence + SessionFollow + 'static {
     /// Names the store in messages (`JSONL`, `PostgreSQL`).
     const NAME: &'static str;
 
@@ -35,7 +36,7 @@ pub trait Store: Persistence + 'static {
     fn close(&self) -> impl Future<Output = Result<(), PersistenceError>> + Send;
 }
 
-/// Mounts `store` on `ctx`: provides it as `dyn Persistence`, feeds every committed session
+/// Mounts `store` on `ctx`: provides it as `dyn Persistence` and `dyn SessionFollow`, feeds every committed session
 /// event to its session's writer (`session/event`), answers the `session/flush` barrier,
 /// drains and releases a session's writer on `session/disposed`, and on unmount stops
 /// admission and drains every writer.
@@ -56,6 +57,8 @@ pub fn mount<S: Store>(ctx: &Context, store: &Arc<S>) -> Result<(), BoxError> {
     })?;
     store.open(runtime);
     ctx.provide::<dyn Persistence>(store.clone())?;
+    // Front ends that show a session another process holds read and follow it through this.
+    ctx.provide::<dyn SessionFollow>(store.clone())?;
     // Persistence hears every session, whatever scope the plugin was mounted in.
     let global = ctx.global();
     let s = store.clone();

@@ -54,6 +54,9 @@ pub struct Launch {
     pub log: Option<&'static str>,
     /// `--sandbox MODE`, the default mode for `None`.
     pub sandbox: Option<&'static str>,
+    /// Run over this home (and its workspace) instead of the child's own: a second dsh
+    /// beside another one, over the same sessions.
+    pub beside: Option<PathBuf>,
 }
 
 impl Default for Launch {
@@ -62,6 +65,7 @@ impl Default for Launch {
             api_key: true,
             log: Some("debug"),
             sandbox: None,
+            beside: None,
         }
     }
 }
@@ -87,7 +91,11 @@ pub async fn spawn_in(
     home: tempfile::TempDir,
     launch: Launch,
 ) -> Child {
-    let workspace = home.path().join("workspace");
+    let dsh_home = launch
+        .beside
+        .clone()
+        .unwrap_or_else(|| home.path().to_owned());
+    let workspace = dsh_home.join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     let stderr = home.path().join("stderr.log");
     let mut command = tokio::process::Command::new(bin);
@@ -99,8 +107,8 @@ pub async fn spawn_in(
         .current_dir(&workspace)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("DSH_HOME", home.path())
+        .env("HOME", &dsh_home)
+        .env("DSH_HOME", &dsh_home)
         .env("DEEPSEEK_BASE_URL", server.url());
     if launch.api_key {
         command.env("DEEPSEEK_API_KEY", "test-key");

@@ -278,3 +278,27 @@ pub fn wait_within(child: &mut Child, bound: std::time::Duration) -> std::proces
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A plain HTTP server on loopback on a thread (these tests have no runtime), answering
+/// every request with the same body.
+pub fn origin_thread() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let body = "hello from origin\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use dsh_guard::Rule;
 use dsh_mcp::{
-    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport,
+    ApprovalMode, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT_MAX,
+    ServerConfig, Transport,
 };
 use serde::Deserialize;
 
@@ -45,6 +46,7 @@ pub(super) struct FileMcpServer {
     enabled: Option<bool>,
     startup_timeout_sec: Option<f64>,
     tool_timeout_sec: Option<f64>,
+    tool_timeout_max_sec: Option<f64>,
     enabled_tools: Option<Vec<String>>,
     #[serde(default)]
     disabled_tools: Vec<String>,
@@ -141,6 +143,8 @@ fn server(name: &str, file: FileMcpServer) -> Result<ServerConfig, String> {
             .unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         tool_timeout: seconds("tool_timeout_sec", file.tool_timeout_sec)?
             .unwrap_or(DEFAULT_TOOL_TIMEOUT),
+        tool_timeout_max: seconds("tool_timeout_max_sec", file.tool_timeout_max_sec)?
+            .unwrap_or(DEFAULT_TOOL_TIMEOUT_MAX),
         enabled_tools: file.enabled_tools,
         disabled_tools: file.disabled_tools,
         approval,
@@ -187,6 +191,7 @@ command = "npx"
 args = ["-y", "server-github"]
 env = { GITHUB_TOKEN = "t" }
 tool_timeout_sec = 1.5
+tool_timeout_max_sec = 90
 enabled_tools = ["a"]
 default_tools_approval_mode = "approve"
 
@@ -209,6 +214,8 @@ enabled = false
         );
         let github = &servers[1];
         assert_eq!(github.tool_timeout, Duration::from_millis(1500));
+        assert_eq!(github.tool_timeout_max, Duration::from_secs(90));
+        assert_eq!(servers[0].tool_timeout_max, DEFAULT_TOOL_TIMEOUT_MAX);
         assert_eq!(github.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
         assert_eq!(github.approval, ApprovalMode::Approve);
         assert_eq!(github.enabled_tools, Some(vec!["a".to_owned()]));
@@ -236,6 +243,10 @@ enabled = false
             (
                 "[mcp_servers.x]\ncommand = \"a\"\nstartup_timeout_sec = 0\n",
                 "startup_timeout_sec must be a positive",
+            ),
+            (
+                "[mcp_servers.x]\ncommand = \"a\"\ntool_timeout_sec = 5\ntool_timeout_max_sec = 2\n",
+                "tool_timeout_max_sec (2s) is shorter than tool_timeout_sec (5s)",
             ),
             (
                 "[mcp_servers.x]\ncommand = \"a\"\ndefault_tools_approval_mode = \"yolo\"\n",

@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! [web_search]
-//! provider = "brave"          # brave | exa | searxng
+//! provider = "brave"          # brave | exa | searxng | native
 //! api_key_env = "BRAVE_API_KEY" # the default for brave (exa: EXA_API_KEY; searxng takes none)
 //! base_url = "http://127.0.0.1:8888"  # required for searxng; the public API otherwise
 //! max_results = 8
@@ -11,6 +11,11 @@
 //! Off unless the table names a provider: `web_search` is then not offered at all (a tool the
 //! model cannot use would only cost prompt tokens). The key is a secret like a provider's:
 //! moved out of the environment at start-up, hidden from commands, never printed.
+//!
+//! `provider = "native"` asks the model provider's own search instead (Anthropic's
+//! `web_search` server tool, run on its servers and billed by it per search; `max_uses`, 5
+//! unless set, caps the searches of one request). dsh runs nothing and offers no tool of its
+//! own; routes whose API has no such search get none.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,6 +35,20 @@ pub(super) struct FileWebSearch {
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     max_results: Option<Spanned<usize>>,
+    max_uses: Option<Spanned<u32>>,
+}
+
+/// Searches per request when `max_uses` is not set: enough for a question, few enough that a
+/// looping model cannot run up the provider's per-search bill.
+const DEFAULT_MAX_USES: u32 = 5;
+
+/// The table resolved: dsh's own `web_search` tool over an API, or the provider's search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebSearchChoice {
+    /// dsh's `web_search` tool asks this API.
+    Api(WebSearchSettings),
+    /// The model provider's own search, offered with each request.
+    Provider(dsh_llm::ProviderWebSearch),
 }
 
 /// The configured search, before its key is read: what `config show` prints.
@@ -77,7 +96,7 @@ pub(super) fn resolve(
     file: &FileWebSearch,
     path: &Path,
     text: &str,
-) -> Result<Option<WebSearchSettings>, ConfigError> {
+) -> Result<Option<WebSearchChoice>, ConfigError> {
     let Some(name) = &file.provider else {
         if let Some(other) = file
             .base_url
@@ -92,11 +111,24 @@ pub(super) fn resolve(
         }
         return Ok(None);
     };
+    if name.get_ref() == "native" {
+        return resolve_native(file, path, text).map(Some);
+    }
+    if let Some(n) = &file.max_uses {
+        config_bail!(
+            "invalid config file {}: web_search.max_uses applies to provider \"native\" only \
+             (use max_results for {})",
+            located(path, text, n.span().start),
+            name.get_ref()
+        );
+    }
     let provider: SearchProvider = match name.get_ref().parse() {
         Ok(p) => p,
-        Err(e) => config_bail!(
-            "invalid config file {}: web_search.{e}",
-            located(path, text, name.span().start)
+        Err(_) => config_bail!(
+            "invalid config file {}: web_search.provider {:?} is not one dsh knows: expected \
+             brave, exa, searxng or native",
+            located(path, text, name.span().start),
+            name.get_ref()
         ),
     };
     let base_url = match (&file.base_url, provider.default_base_url()) {
@@ -134,26 +166,77 @@ pub(super) fn resolve(
         Some(n) => *n.get_ref(),
         None => 8,
     };
-    Ok(Some(WebSearchSettings {
+    Ok(Some(WebSearchChoice::Api(WebSearchSettings {
         provider,
         base_url,
         api_key_env,
         max_results,
+    })))
+}
+
+/// `provider = "native"`: only `max_uses` (1–50) applies; the API keys are the route's own.
+fn resolve_native(
+    file: &FileWebSearch,
+    path: &Path,
+    text: &str,
+) -> Result<WebSearchChoice, ConfigError> {
+    for (key, at) in [
+        ("base_url", file.base_url.as_ref().map(|v| v.span().start)),
+        (
+            "api_key_env",
+            file.api_key_env.as_ref().map(|v| v.span().start),
+        ),
+        (
+            "max_results",
+            file.max_results.as_ref().map(|v| v.span().start),
+        ),
+    ] {
+        if let Some(at) = at {
+            config_bail!(
+                "invalid config file {}: web_search.{key} does not apply to provider \"native\" \
+                 (the model provider searches with the route's own key; max_uses caps it)",
+                located(path, text, at)
+            );
+        }
+    }
+    let max_uses = match &file.max_uses {
+        Some(n) if !(1..=50).contains(n.get_ref()) => config_bail!(
+            "invalid config file {}: web_search.max_uses must be between 1 and 50, not {}",
+            located(path, text, n.span().start),
+            n.get_ref()
+        ),
+        Some(n) => *n.get_ref(),
+        None => DEFAULT_MAX_USES,
+    };
+    Ok(WebSearchChoice::Provider(dsh_llm::ProviderWebSearch {
+        max_uses: Some(max_uses),
     }))
 }
 
 /// The table's lines of `dsh config show`; the key is named, never shown.
 pub(super) fn render(
     out: &mut String,
-    search: Option<&WebSearchSettings>,
+    search: Option<&WebSearchChoice>,
     env: &dyn Fn(&str) -> Option<String>,
 ) {
-    let Some(s) = search else {
-        let _ = writeln!(
-            out,
-            "web_search: off (no [web_search] provider; web_fetch is always available)"
-        );
-        return;
+    let s = match search {
+        None => {
+            let _ = writeln!(
+                out,
+                "web_search: off (no [web_search] provider; web_fetch is always available)"
+            );
+            return;
+        }
+        Some(WebSearchChoice::Provider(p)) => {
+            let _ = writeln!(
+                out,
+                "web_search: native (the provider's own search, at most {} per request; \
+                 Anthropic routes only, none elsewhere)",
+                p.max_uses.unwrap_or(DEFAULT_MAX_USES)
+            );
+            return;
+        }
+        Some(WebSearchChoice::Api(s)) => s,
     };
     let key = match &s.api_key_env {
         Some(var) if env(var).is_some() => format!(", key in {var} (set, redacted)"),
@@ -173,7 +256,7 @@ mod tests {
 
     use super::*;
 
-    fn parse(text: &str) -> Result<Option<WebSearchSettings>, String> {
+    fn parse(text: &str) -> Result<Option<WebSearchChoice>, String> {
         #[derive(Deserialize)]
         struct Wrapper {
             web_search: FileWebSearch,
@@ -184,9 +267,10 @@ mod tests {
 
     #[test]
     fn defaults_fill_in_the_public_api_and_its_key_variable() {
-        let s = parse("[web_search]\nprovider = \"brave\"\n")
-            .unwrap()
-            .unwrap();
+        let Some(WebSearchChoice::Api(s)) = parse("[web_search]\nprovider = \"brave\"\n").unwrap()
+        else {
+            panic!("an API search")
+        };
         assert_eq!(s.base_url, "https://api.search.brave.com");
         assert_eq!(s.api_key_env.as_deref(), Some("BRAVE_API_KEY"));
         assert_eq!(s.max_results, 8);
@@ -197,7 +281,10 @@ mod tests {
     fn mistakes_are_named_at_their_place() {
         let err = parse("[web_search]\nprovider = \"bing\"\n").unwrap_err();
         assert!(err.contains("/c.toml:2:12"), "{err}");
-        assert!(err.contains("expected brave, exa or searxng"), "{err}");
+        assert!(
+            err.contains("expected brave, exa, searxng or native"),
+            "{err}"
+        );
         let err = parse("[web_search]\nprovider = \"searxng\"\n").unwrap_err();
         assert!(err.contains("base_url is required for searxng"), "{err}");
         let err = parse("[web_search]\nprovider = \"exa\"\nmax_results = 0\n").unwrap_err();
@@ -208,12 +295,39 @@ mod tests {
 
     #[test]
     fn a_missing_key_names_its_variable() {
-        let s = parse("[web_search]\nprovider = \"exa\"\n")
-            .unwrap()
-            .unwrap();
+        let Some(WebSearchChoice::Api(s)) = parse("[web_search]\nprovider = \"exa\"\n").unwrap()
+        else {
+            panic!("an API search")
+        };
         let err = s.config(&|_| None).unwrap_err().to_string();
         assert!(err.contains("EXA_API_KEY"), "{err}");
         let cfg = s.config(&|_| Some("k".into())).unwrap();
         assert_eq!(cfg.api_key.as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn native_search_takes_only_max_uses_and_caps_searches_by_default() {
+        assert_eq!(
+            parse("[web_search]\nprovider = \"native\"\n").unwrap(),
+            Some(WebSearchChoice::Provider(dsh_llm::ProviderWebSearch {
+                max_uses: Some(DEFAULT_MAX_USES)
+            }))
+        );
+        assert_eq!(
+            parse("[web_search]\nprovider = \"native\"\nmax_uses = 2\n").unwrap(),
+            Some(WebSearchChoice::Provider(dsh_llm::ProviderWebSearch {
+                max_uses: Some(2)
+            }))
+        );
+        let err =
+            parse("[web_search]\nprovider = \"native\"\nbase_url = \"http://x\"\n").unwrap_err();
+        assert!(
+            err.contains("/c.toml:3:12") && err.contains("does not apply"),
+            "{err}"
+        );
+        let err = parse("[web_search]\nprovider = \"native\"\nmax_uses = 0\n").unwrap_err();
+        assert!(err.contains("between 1 and 50"), "{err}");
+        let err = parse("[web_search]\nprovider = \"brave\"\nmax_uses = 3\n").unwrap_err();
+        assert!(err.contains("native\" only"), "{err}");
     }
 }

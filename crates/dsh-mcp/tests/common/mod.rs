@@ -220,6 +220,24 @@ pub fn tool_results(agent: &AgentRef) -> Vec<(String, String, bool, Option<Strin
         .collect()
 }
 
+/// The first image block in the result of call `call_id`.
+pub fn result_image(agent: &AgentRef, call_id: &str) -> Option<dsh_session::ImageRef> {
+    agent.session().events().iter().find_map(|e| match &e.kind {
+        EventKind::ToolResult(r) => match &r.message.content[0] {
+            ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id.as_str() == call_id => content.iter().find_map(|b| match b {
+                ContentBlock::Image { attachment } => Some(attachment.clone()),
+                _ => None,
+            }),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 /// The tool names offered in the adapter's `n`th request (0-based).
 pub fn offered(adapter: &ScriptedAdapter, n: usize) -> Vec<String> {
     let mut names: Vec<String> = adapter.requests()[n]

@@ -108,6 +108,12 @@ function Composer({ view }) {
       cancel(view);
     }
   };
+  if (view.watching) {
+    return html`<div class="composer watching" id="watching">
+      <span class="tag">live</span> Running in another dsh: following it as it commits, read-only.
+      Prompt it where it runs, or open it again here once that dsh has closed it.
+    </div>`;
+  }
   const disabled = view.loading || !!view.error || view.closed;
   return html`<div class="composer">
     ${menu.length ? html`<ul class="commands" role="listbox">${menu.map((c, i) => html`<li key=${c.name}

@@ -221,6 +221,8 @@ export async function listSessions() {
 function adopt(view, answer) {
   view.modes = answer?.modes ?? null;
   view.options = answer?.configOptions ?? [];
+  // A session another dsh runs: shown as it goes on there, read-only.
+  view.watching = answer?._meta?.dsh?.watching === true;
   view.loading = false;
 }
 

@@ -11,7 +11,7 @@ import { unified } from './diff.js';
 
 // Items drawn when a session opens, and added per page as the reader nears the top: small
 // enough that drawing a page stays a short task (each item is Markdown to parse and lay out).
-const FIRST = 30;
+const FIRST = 18;
 const PAGE = 12;
 
 const STATUS = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
@@ -88,6 +88,26 @@ function Item({ item }) {
 
 const MemoItem = memo(Item, (a, b) => a.item === b.item && a.rev === b.rev);
 
+// Items are drawn in blocks of PAGE, aligned on their index, each memoised on its items and
+// their revisions: showing a page of older items (or one streamed token) compares a hundred
+// blocks, not a thousand items. The blocks are fragments: the items stay the transcript's
+// direct children.
+function Block({ items, from }) {
+  return items.map((item, i) => html`<${MemoItem} key=${from + i} item=${item} rev=${item.rev} />`);
+}
+
+const MemoBlock = memo(Block, (a, b) => a.from === b.from && a.items.length === b.items.length
+  && a.items.every((item, i) => item === b.items[i] && a.revs[i] === b.revs[i]));
+
+function blocks(items, start) {
+  const out = [];
+  for (let from = start; from < items.length; from += PAGE) {
+    const slice = items.slice(from, from + PAGE);
+    out.push(html`<${MemoBlock} key=${from} from=${from} items=${slice} revs=${slice.map((i) => i.rev)} />`);
+  }
+  return out;
+}
+
 export function Transcript({ view }) {
   const [shown, setShown] = useState(FIRST);
   const scroller = useRef(null);
@@ -96,7 +116,8 @@ export function Transcript({ view }) {
   const count = view.items.length;
   // While a session loads its replay streams in: it is drawn once, when complete, rather than
   // as a window sliding over thousands of items.
-  const start = view.loading ? 0 : Math.max(0, count - shown);
+  // Aligned on a block, so the blocks already drawn keep their bounds as older pages come.
+  const start = view.loading ? 0 : Math.floor(Math.max(0, count - shown) / PAGE) * PAGE;
 
   // Older items, added above what is on screen (which stays where it is).
   const more = () => {
@@ -130,7 +151,7 @@ export function Transcript({ view }) {
   return html`<div class="scroll" ref=${scroller} onScroll=${onScroll}>
     <div class="transcript" data-items=${count}>
       ${start > 0 ? html`<button type="button" class="older link" onClick=${more}>${start} earlier items (scroll up or click)</button>` : null}
-      ${view.loading ? null : view.items.slice(start).map((item, i) => html`<${MemoItem} key=${start + i} item=${item} rev=${item.rev} />`)}
+      ${view.loading ? null : blocks(view.items, start)}
       ${view.loading ? html`<p class="muted">Loading the session…</p>` : null}
       ${view.error ? html`<p class="error">${view.error}</p>` : null}
       ${view.busy ? html`<div class="working"><span class="spinner"></span> Working…</div>` : null}

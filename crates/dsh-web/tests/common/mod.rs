@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod chromium;
+pub mod firefox;
 pub mod fixtures;
 
 use std::collections::VecDeque;

@@ -139,9 +139,8 @@ async fn run() {
         server.push(MockResponse::text("done"));
     }
     let launch = Launch {
-        api_key: true,
         log: None,
-        sandbox: None,
+        ..Launch::default()
     };
     let mut child = spawn_in(&bin, &server, tempfile::tempdir().unwrap(), launch).await;
     let pid = child.process.id().unwrap();

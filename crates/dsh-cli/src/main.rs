@@ -105,7 +105,8 @@ fn main() {
                 // Where the servers are started from: the current directory (as `dsh mcp
                 // list` and the sessions' servers use it).
                 let cwd = workspace_dir(None)?;
-                mcp::trust(&settings, &cwd)
+                dsh_harness::project_mcp::trust(&settings.home.value, &cwd)
+                    .map_err(anyhow::Error::msg)
             }) {
             Ok(text) => print_out(&text),
             Err(e) => fail(&e),

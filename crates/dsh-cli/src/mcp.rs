@@ -2,8 +2,6 @@
 
 use dsh_harness::config::{NewServer, add_mcp_server, remove_mcp_server};
 use dsh_harness::{Overrides, Settings};
-use dsh_kernel::Context;
-use dsh_mcp::{McpServers, ServerState};
 
 /// `dsh mcp list`: starts every configured server, waits for each to come up or fail, prints
 /// one block per server (state, then its tools as the model sees them, its resources and its
@@ -32,53 +30,15 @@ pub fn list(settings: Settings) -> i32 {
         ));
         return crate::print_out(&out);
     }
-    let statuses = runtime.block_on(async {
-        let ctx = Context::new();
-        dsh_harness::mcp::confine(&ctx, dsh_harness::guard::supervision(&settings))?;
-        let mut options = dsh_harness::mcp::options(&settings)?;
-        // Failures are part of the listing; no second report on stderr.
-        options.on_failure = None;
-        let servers = McpServers::start(&ctx, configs, options)
-            .map_err(|e| anyhow::anyhow!("cannot start the MCP servers: {e}"))?;
-        servers.settled().await;
-        let statuses = servers.statuses();
-        servers.shutdown().await;
-        anyhow::Ok(statuses)
-    });
-    let statuses = match statuses {
+    let statuses = match runtime.block_on(dsh_harness::mcp::probe(&settings, configs)) {
         Ok(statuses) => statuses,
         Err(e) => {
-            eprintln!("dsh: {e:#}");
+            eprintln!("dsh: {:#}", anyhow::Error::new(e));
             return 1;
         }
     };
-    let mut failed = false;
-    for status in &statuses {
-        let state = match &status.state {
-            ServerState::Disabled => "disabled".to_owned(),
-            ServerState::Starting => "starting".to_owned(),
-            ServerState::Ready => format!(
-                "ready, {} tool(s), {} resource(s), {} prompt(s)",
-                status.tools.len(),
-                status.resources.len(),
-                status.prompts.len()
-            ),
-            ServerState::Failed(reason) => {
-                failed = true;
-                format!("FAILED: {reason}")
-            }
-        };
-        out.push_str(&format!("{}: {state}\n", status.name));
-        for tool in &status.tools {
-            out.push_str(&format!("  {tool}\n"));
-        }
-        for resource in &status.resources {
-            out.push_str(&format!("  resource {resource}\n"));
-        }
-        for prompt in &status.prompts {
-            out.push_str(&format!("  prompt {prompt}\n"));
-        }
-    }
+    let (listing, failed) = dsh_harness::mcp::describe(&statuses);
+    out.push_str(&listing);
     match crate::print_out(&out) {
         0 if failed => 1,
         code => code,
@@ -93,17 +53,7 @@ pub fn add(
     url: Option<String>,
     command: Vec<String>,
 ) -> anyhow::Result<String> {
-    let server = match (url, command.split_first()) {
-        (Some(url), None) => NewServer::Http { url },
-        (None, Some((program, args))) => NewServer::Stdio {
-            command: program.clone(),
-            args: args.to_vec(),
-        },
-        _ => anyhow::bail!(
-            "say how to reach the server: dsh mcp add {name} -- COMMAND ARGS…, or dsh mcp add \
-             {name} --url URL"
-        ),
-    };
+    let server = NewServer::from_args(name, url, command).map_err(anyhow::Error::msg)?;
     let path = Settings::load(overrides)?.config_path;
     add_mcp_server(&path, name, &server)?;
     Ok(format!(
@@ -123,26 +73,4 @@ pub fn remove(overrides: &Overrides, name: &str) -> anyhow::Result<String> {
     } else {
         anyhow::bail!("no MCP server `{name}` in {}", path.display())
     }
-}
-
-/// `dsh mcp trust`: records this workspace's `.mcp.json`, as it is now, as trusted, so its
-/// servers start (until the file changes).
-pub fn trust(settings: &Settings, workspace: &std::path::Path) -> anyhow::Result<String> {
-    let Some(project) = dsh_harness::project_mcp::project_servers(&settings.home.value, workspace)
-        .map_err(|e| anyhow::anyhow!(e))?
-    else {
-        return Ok(format!(
-            "nothing to trust: no {} in {}\n",
-            dsh_harness::project_mcp::PROJECT_FILE,
-            workspace.display()
-        ));
-    };
-    dsh_fs::TrustRecord::new(&settings.home.value).trust(&project.path, &project.content)?;
-    let names: Vec<&str> = project.configs.iter().map(|c| c.name.as_str()).collect();
-    Ok(format!(
-        "trusted {} (sha256 {}): its MCP servers ({}) start from now on, until it changes\n",
-        project.path.display(),
-        dsh_fs::content_hash(&project.content),
-        names.join(", ")
-    ))
 }

@@ -66,6 +66,60 @@ pub fn servers(
     }
 }
 
+/// Starts `configs` outside any session (what `dsh mcp list` shows), waits until each is up
+/// or has failed, stops them again, and returns where each stood.
+pub async fn probe(
+    settings: &Settings,
+    configs: Vec<dsh_mcp::ServerConfig>,
+) -> Result<Vec<dsh_mcp::ServerStatus>, HarnessError> {
+    let ctx = Context::new();
+    confine(&ctx, crate::guard::supervision(settings))?;
+    let mut options = options(settings)?;
+    // Failures are part of the listing; no second report on stderr.
+    options.on_failure = None;
+    let servers = McpServers::start(&ctx, configs, options)
+        .map_err(|e| HarnessError::start("start the MCP servers", e))?;
+    servers.settled().await;
+    let statuses = servers.statuses();
+    servers.shutdown().await;
+    Ok(statuses)
+}
+
+/// One block per server (its state, then its tools as the model sees them, its resources and
+/// its prompts as commands), and whether any enabled server failed.
+pub fn describe(statuses: &[dsh_mcp::ServerStatus]) -> (String, bool) {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut failed = false;
+    for status in statuses {
+        let state = match &status.state {
+            dsh_mcp::ServerState::Disabled => "disabled".to_owned(),
+            dsh_mcp::ServerState::Starting => "starting".to_owned(),
+            dsh_mcp::ServerState::Ready => format!(
+                "ready, {} tool(s), {} resource(s), {} prompt(s)",
+                status.tools.len(),
+                status.resources.len(),
+                status.prompts.len()
+            ),
+            dsh_mcp::ServerState::Failed(reason) => {
+                failed = true;
+                format!("FAILED: {reason}")
+            }
+        };
+        let _ = writeln!(out, "{}: {state}", status.name);
+        for tool in &status.tools {
+            let _ = writeln!(out, "  {tool}");
+        }
+        for resource in &status.resources {
+            let _ = writeln!(out, "  resource {resource}");
+        }
+        for prompt in &status.prompts {
+            let _ = writeln!(out, "  prompt {prompt}");
+        }
+    }
+    (out, failed)
+}
+
 /// Mounts the configured servers and the trusted project servers (started in the background;
 /// the first model request waits for them), or nothing when there are none; either way stdio
 /// servers started on `ctx` later (ACP's `mcpServers`) run in the sandbox.

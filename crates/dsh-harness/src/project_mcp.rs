@@ -128,6 +128,27 @@ fn config(name: &str, entry: Entry) -> Result<ServerConfig, String> {
     Ok(config)
 }
 
+/// `dsh mcp trust`: records `workspace`'s `.mcp.json`, as it is now, as trusted, so its
+/// servers start (until the file changes); what to tell the person.
+pub fn trust(home: &Path, workspace: &Path) -> Result<String, String> {
+    let Some(project) = project_servers(home, workspace)? else {
+        return Ok(format!(
+            "nothing to trust: no {PROJECT_FILE} in {}\n",
+            workspace.display()
+        ));
+    };
+    TrustRecord::new(home)
+        .trust(&project.path, &project.content)
+        .map_err(|e| e.to_string())?;
+    let names: Vec<&str> = project.configs.iter().map(|c| c.name.as_str()).collect();
+    Ok(format!(
+        "trusted {} (sha256 {}): its MCP servers ({}) start from now on, until it changes\n",
+        project.path.display(),
+        dsh_fs::content_hash(&project.content),
+        names.join(", ")
+    ))
+}
+
 /// `configs` (the user's) followed by the project's trusted servers whose names the user's do
 /// not take; the notices say what was left out and why (untrusted, shadowed, bad entries).
 pub fn with_project(

@@ -31,6 +31,27 @@ pub enum NewServer {
     },
 }
 
+impl NewServer {
+    /// The server `dsh mcp add NAME` describes: `--url URL`, or a command after `--`.
+    pub fn from_args(
+        name: &str,
+        url: Option<String>,
+        command: Vec<String>,
+    ) -> Result<Self, String> {
+        match (url, command.split_first()) {
+            (Some(url), None) => Ok(NewServer::Http { url }),
+            (None, Some((program, args))) => Ok(NewServer::Stdio {
+                command: program.clone(),
+                args: args.to_vec(),
+            }),
+            _ => Err(format!(
+                "say how to reach the server: dsh mcp add {name} -- COMMAND ARGS…, or dsh mcp \
+                 add {name} --url URL"
+            )),
+        }
+    }
+}
+
 /// Adds `[mcp_servers.NAME]` for `server` to the config file at `path` (created when
 /// missing). A name already configured is refused, as is a name or URL the server config
 /// would refuse.

@@ -194,25 +194,18 @@ async fn chat(
         harness.settings().provider.value,
         cwd.display()
     ));
-    let mut handle = open(
-        &harness,
-        first,
-        move_to.as_deref().unwrap_or(&cwd),
-        &current,
-        &say,
-        plan,
-        move_to.is_some(),
-    )
-    .await;
+    let mut first = session_request(first, &cwd, plan);
+    if let Some(dir) = move_to {
+        // `dsh chat --resume ID --cwd DIR`: that first session is moved to DIR.
+        first = first.in_dir(dir);
+    }
+    let mut handle = open(&harness, first, &current, &say).await;
     if handle.is_none() {
         handle = open(
             &harness,
-            SessionReference::New,
-            &cwd,
+            session_request(SessionReference::New, &cwd, plan),
             &current,
             &say,
-            plan,
-            false,
         )
         .await;
     }
@@ -270,12 +263,9 @@ async fn chat(
                 close(handle.take()).await;
                 handle = open(
                     &harness,
-                    SessionReference::New,
-                    &cwd,
+                    session_request(SessionReference::New, &cwd, false),
                     &current,
                     &say,
-                    false,
-                    false,
                 )
                 .await;
             }
@@ -289,17 +279,19 @@ async fn chat(
                     Ok(located) => {
                         close(handle.take()).await;
                         let reference = SessionReference::Resume(located.id.to_string());
-                        handle =
-                            open(&harness, reference, &cwd, &current, &say, false, false).await;
+                        handle = open(
+                            &harness,
+                            session_request(reference, &cwd, false),
+                            &current,
+                            &say,
+                        )
+                        .await;
                         if handle.is_none() {
                             handle = open(
                                 &harness,
-                                SessionReference::New,
-                                &cwd,
+                                session_request(SessionReference::New, &cwd, false),
                                 &current,
                                 &say,
-                                false,
-                                false,
                             )
                             .await;
                         }
@@ -401,26 +393,29 @@ fn help(harness: &Harness, handle: Option<&AgentHandle>) -> String {
     text
 }
 
-/// Opens the chat's session (through the harness: the resume-route rule, prefixes, `-c`) and
-/// points the output at it first, so nothing it logs while opening is missed. `plan` opens it
-/// in plan mode.
-async fn open(
-    harness: &Harness,
+/// The request that opens `reference` in the chat: a resumed session works in its own
+/// directory; the chat's (`cwd`) is for new ones (and `-c`). `plan` opens it in plan mode.
+fn session_request(
     reference: SessionReference,
     cwd: &std::path::Path,
-    current: &Mutex<Option<SessionId>>,
-    say: &impl Fn(&str),
     plan: bool,
-    moving: bool,
-) -> Option<AgentHandle> {
-    // A resumed session works in its own directory; the chat's is for new ones (and `-c`).
-    // The first session of `dsh chat --resume ID --cwd DIR` is moved: `cwd` is that DIR.
+) -> SessionRequest {
     let mut request = match reference {
-        SessionReference::Resume(_) if moving => SessionRequest::new(reference).in_dir(cwd),
         SessionReference::Resume(_) => SessionRequest::new(reference),
         other => SessionRequest::new(other).in_dir(cwd),
     };
     request.plan = plan;
+    request
+}
+
+/// Opens the chat's session (through the harness: the resume-route rule, prefixes, `-c`) and
+/// points the output at it first, so nothing it logs while opening is missed.
+async fn open(
+    harness: &Harness,
+    request: SessionRequest,
+    current: &Mutex<Option<SessionId>>,
+    say: &impl Fn(&str),
+) -> Option<AgentHandle> {
     let failed = |e: dsh_harness::HarnessError| say(&format!("dsh: {:#}", anyhow::Error::new(e)));
     let located = match harness.locate(&request).await {
         Ok(located) => located,

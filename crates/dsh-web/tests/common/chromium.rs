@@ -106,14 +106,7 @@ pub async fn until(page: &Page, expression: &str) -> Value {
                 Ok(result) => result.value().cloned().unwrap_or(Value::Null),
                 Err(_) => Value::Null,
             };
-            let truthy = match &value {
-                Value::Null => false,
-                Value::Bool(b) => *b,
-                Value::Number(n) => n.as_f64() != Some(0.0),
-                Value::String(s) => !s.is_empty(),
-                _ => true,
-            };
-            if truthy {
+            if super::truthy(&value) {
                 return value;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;

@@ -140,14 +140,7 @@ impl Firefox {
                     }
                     _ => Value::Null,
                 };
-                let truthy = match &value {
-                    Value::Null => false,
-                    Value::Bool(b) => *b,
-                    Value::Number(n) => n.as_f64() != Some(0.0),
-                    Value::String(s) => !s.is_empty(),
-                    _ => true,
-                };
-                if truthy {
+                if super::truthy(&value) {
                     return value;
                 }
                 tokio::time::sleep(Duration::from_millis(25)).await;

@@ -346,3 +346,15 @@ pub fn prompt(session: &str, text: &str) -> Value {
 
 /// How long the tests allow a stop to take.
 pub const EXIT: Duration = Duration::from_secs(15);
+
+/// Whether a JavaScript value the page returned counts as true (what a browser `until` waits
+/// for): `null`, `false`, `0` and `""` do not.
+pub fn truthy(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Null => false,
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Number(n) => n.as_f64() != Some(0.0),
+        serde_json::Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
